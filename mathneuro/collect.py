@@ -1,0 +1,221 @@
+"""Collect per-input-feature activation statistics in batched forward passes.
+
+For every target layer a forward pre-hook reduces its input ``x`` (batch, pos, d_in) to one
+vector of length ``d_in`` and adds it to a float32 accumulator; nothing weight-sized is ever
+built here (|W| · stat is formed once per matrix afterwards, in ``select``).
+
+Statistics (per input feature j; sums run over non-padding tokens only):
+
+* ``"norm"`` (the paper's): Σ_samples ‖x_j‖₂ over that sample's tokens.
+* ``"wanda"`` (Wanda's): sqrt(Σ_samples Σ_tokens x_j²).
+
+With ``lape=True`` the same pass also counts, per MLP neuron, the tokens on which the activation
+function's output is > 0 (Tang et al. 2024), for ``lape.lape_mask``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, safe_open, save_file
+from torch import nn
+
+from mathneuro.targets import Target, find_targets
+
+STATISTICS = ("norm", "wanda")
+# Activation-function modules inside an MLP block (Llama/Gemma act_fn, GPT-2 act, Phi activation_fn).
+_MLP_ACTIVATION = re.compile(r"\.\d+\.mlp\.(act_fn|act|activation_fn|activation)$")
+
+
+@dataclass
+class ActivationStats:
+    """Per-layer float32 vectors of length ``in_features`` plus counts and provenance."""
+
+    stats: dict[str, torch.Tensor]  # target module name -> (d_in,) float32
+    statistic: str
+    n_samples: int
+    n_tokens: int
+    n_truncated: int
+    lape_counts: dict[str, torch.Tensor] = field(default_factory=dict)  # act module -> (d_mlp,)
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def save(self, path: str | Path) -> None:
+        tensors = {f"stat/{k}": v.contiguous() for k, v in self.stats.items()}
+        tensors |= {f"lape/{k}": v.contiguous() for k, v in self.lape_counts.items()}
+        header = {
+            "statistic": self.statistic,
+            "n_samples": self.n_samples,
+            "n_tokens": self.n_tokens,
+            "n_truncated": self.n_truncated,
+            "metadata": self.metadata,
+        }
+        save_file(tensors, str(path), metadata={"mathneuro.stats": json.dumps(header)})
+
+    @classmethod
+    def load(cls, path: str | Path) -> ActivationStats:
+        with safe_open(str(path), framework="pt") as handle:
+            raw = (handle.metadata() or {}).get("mathneuro.stats")
+        if raw is None:
+            raise ValueError(f"{path} is not a mathneuro activation-statistics file")
+        header = json.loads(raw)
+        tensors = load_file(str(path))
+        pick = lambda prefix: {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}  # noqa: E731
+        return cls(stats=pick("stat/"), lape_counts=pick("lape/"), **header)
+
+
+@contextmanager
+def scoped_hooks(
+    hooks: Sequence[tuple[nn.Module, str, Callable]],
+) -> Iterator[None]:
+    """Register ``(module, "pre" | "post", fn)`` hooks for the block; always removed on exit."""
+    handles = []
+    try:
+        for module, kind, fn in hooks:
+            register = module.register_forward_pre_hook if kind == "pre" else module.register_forward_hook
+            handles.append(register(fn))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+class _Accumulator:
+    """Hook state for one collection: the current batch's token mask and running sums."""
+
+    def __init__(self, targets: Sequence[Target], statistic: str, device_of: Callable):
+        self.statistic = statistic
+        self.token_mask: torch.Tensor | None = None  # (batch, pos) float32, 1 = real token
+        self.sums = {t.name: torch.zeros(t.in_features, dtype=torch.float32, device=device_of(t)) for t in targets}
+        self.lape_counts: dict[str, torch.Tensor] = {}
+        self._last: tuple[torch.Tensor, torch.Tensor] | None = None  # (input, its reduction)
+
+    def _per_sample_sumsq(self, x: torch.Tensor) -> torch.Tensor:
+        """Σ_tokens x² per sample and feature: (batch, pos, d_in) -> (batch, d_in), float32."""
+        if self._last is not None and self._last[0] is x:  # q/k/v and gate/up share one input
+            return self._last[1]
+        mask = self.token_mask.to(x.device)  # (batch, pos)
+        if x.shape[:2] != mask.shape:
+            raise RuntimeError(f"layer input of shape {tuple(x.shape)} does not match tokens {tuple(mask.shape)}")
+        sumsq = torch.bmm(mask[:, None, :], x.float().square()).squeeze(1)  # (batch, d_in)
+        self._last = (x, sumsq)
+        return sumsq
+
+    def input_hook(self, name: str) -> Callable:
+        def hook(module: nn.Module, args: tuple) -> None:
+            sumsq = self._per_sample_sumsq(args[0])  # (batch, d_in)
+            if self.statistic == "norm":
+                self.sums[name] += sumsq.sqrt().sum(0)
+            else:  # "wanda": sqrt taken once, at the end
+                self.sums[name] += sumsq.sum(0)
+
+        return hook
+
+    def activation_hook(self, name: str) -> Callable:
+        def hook(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
+            real = self.token_mask.to(out.device).bool()[..., None]  # (batch, pos, 1)
+            fired = ((out > 0) & real).sum((0, 1))  # (d_mlp,)
+            if name not in self.lape_counts:
+                self.lape_counts[name] = torch.zeros_like(fired)
+            self.lape_counts[name] += fired
+
+        return hook
+
+    def end_batch(self) -> None:
+        self._last = None
+
+
+def _tokenize(tokenizer, texts: Sequence[str], max_length: int) -> tuple[list[list[int]], int]:
+    """Token ids per text, truncated to ``max_length``; also how many were truncated."""
+    ids = tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
+    truncated = sum(len(seq) > max_length for seq in ids)
+    return [seq[:max_length] for seq in ids], truncated
+
+
+def _batches(ids: list[list[int]], batch_size: int, pad_id: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Right-padded (input_ids, attention_mask) batches of similar lengths (sorted by length)."""
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    for start in range(0, len(order), batch_size):
+        chunk = [ids[i] for i in order[start : start + batch_size]]
+        width = max(len(seq) for seq in chunk)
+        input_ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+        attention = torch.zeros((len(chunk), width), dtype=torch.long)
+        for row, seq in enumerate(chunk):
+            input_ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+            attention[row, : len(seq)] = 1
+        yield input_ids, attention
+
+
+def _check_inputs(texts: Sequence[str], batch_size: int, max_length: int, statistic: str) -> None:
+    if statistic not in STATISTICS:
+        raise ValueError(f"unknown statistic {statistic!r}; choose one of {STATISTICS}")
+    if len(texts) == 0:
+        raise ValueError("no texts to collect statistics from (empty text list)")
+    if not all(isinstance(t, str) and t for t in texts):
+        raise ValueError("texts must be non-empty strings")
+    if batch_size < 1 or max_length < 1:
+        raise ValueError(f"batch_size and max_length must be >= 1, got {batch_size} and {max_length}")
+
+
+def collect_statistics(
+    model: nn.Module,
+    tokenizer,
+    texts: Sequence[str],
+    *,
+    batch_size: int = 8,
+    max_length: int = 2048,
+    statistic: str = "norm",
+    targets: Sequence[Target] | None = None,
+    lape: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> ActivationStats:
+    """Run ``texts`` through ``model`` and return per-feature input statistics of every target.
+
+    Padding contributes nothing and batches are right-padded, so the result does not depend on
+    ``batch_size`` (to float tolerance). ``progress(done, total)`` is called after each batch.
+    Raises ValueError on bad arguments before any forward pass, and names the layer whose
+    statistics are not finite.
+    """
+    _check_inputs(texts, batch_size, max_length, statistic)
+    targets = list(targets) if targets is not None else find_targets(model)
+    acc = _Accumulator(targets, statistic, device_of=lambda t: t.weight.device)
+    hooks = [(t.module, "pre", acc.input_hook(t.name)) for t in targets]
+    if lape:
+        activations = [(n, m) for n, m in model.named_modules() if _MLP_ACTIVATION.search(f".{n}")]
+        if not activations:
+            raise ValueError(f"lape=True but {type(model).__name__} has no MLP activation module")
+        hooks += [(m, "post", acc.activation_hook(n)) for n, m in activations]
+
+    ids, n_truncated = _tokenize(tokenizer, texts, max_length)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    body = getattr(model, "base_model", model)  # the decoder without the LM head: logits unused
+    embed_device = model.get_input_embeddings().weight.device
+    n_tokens, done = 0, 0
+    with scoped_hooks(hooks), torch.inference_mode():
+        for input_ids, attention in _batches(ids, batch_size, pad_id or 0):
+            acc.token_mask = attention.float()
+            body(input_ids=input_ids.to(embed_device), attention_mask=attention.to(embed_device), use_cache=False)
+            acc.end_batch()
+            n_tokens += int(attention.sum())
+            done += len(input_ids)
+            if progress is not None:
+                progress(done, len(ids))
+
+    stats = {name: (vec.sqrt() if statistic == "wanda" else vec).cpu() for name, vec in acc.sums.items()}
+    for name, vec in stats.items():
+        if not torch.isfinite(vec).all():
+            raise FloatingPointError(f"non-finite activations (NaN/inf) at the input of layer {name!r}")
+    return ActivationStats(
+        stats=stats,
+        statistic=statistic,
+        n_samples=len(ids),
+        n_tokens=n_tokens,
+        n_truncated=n_truncated,
+        lape_counts={k: v.cpu() for k, v in acc.lape_counts.items()},
+        metadata={"model": type(model).__name__, "max_length": str(max_length)},
+    )

@@ -1,0 +1,108 @@
+"""LAPE baseline: skill-specific MLP neurons by activation-probability entropy (Tang et al. 2024).
+
+For each MLP neuron and data set, the activation probability p = P(act(x) > 0) over tokens is
+counted during collection (``collect_statistics(..., lape=True)``). As in the reference
+implementation (``identify.py`` of "Language-Specific Neurons", ACL 2024):
+
+1. normalise p over data sets and take its entropy;
+2. drop neurons whose probability exceeds the ``filter_rate`` quantile of all probabilities
+   for no data set;
+3. keep the ``top_rate`` fraction of neurons with the lowest entropy;
+4. a kept neuron is specific to data set d when its p_d exceeds the ``activation_bar_ratio``
+   quantile of all probabilities.
+
+Neurons specific to the target data set become a ``ParameterMask`` over the MLP weights that
+write them (gate/up/fc1 rows) and read them (down/fc2 columns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+from torch import nn
+
+from mathneuro.collect import ActivationStats
+from mathneuro.masks import ParameterMask
+from mathneuro.targets import Target, find_targets
+
+
+def activation_probabilities(stats: Sequence[ActivationStats]) -> tuple[list[str], torch.Tensor]:
+    """Stack per-data-set probabilities: names of MLP activations and (layers, d_mlp, sets)."""
+    if any(not s.lape_counts for s in stats):
+        raise ValueError("LAPE needs statistics collected with lape=True for every data set")
+    names = sorted(stats[0].lape_counts)
+    probs = [torch.stack([s.lape_counts[n].double() / s.n_tokens for n in names]) for s in stats]
+    return names, torch.stack(probs, dim=-1)  # (layers, d_mlp, sets)
+
+
+def specific_neurons(
+    probs: torch.Tensor,
+    *,
+    top_rate: float = 0.01,
+    filter_rate: float = 0.95,
+    activation_bar_ratio: float = 0.95,
+) -> torch.Tensor:
+    """Bool (layers, d_mlp, sets): neuron is specific to data set, by the LAPE rules above."""
+    normed = probs / probs.sum(-1, keepdim=True)
+    normed = torch.nan_to_num(normed, nan=0.0)
+    log = torch.where(normed > 0, normed.log(), torch.zeros_like(normed))
+    entropy = -(normed * log).sum(-1)  # (layers, d_mlp)
+    flat = probs.flatten()
+    top_prob = flat.kthvalue(max(1, round(len(flat) * filter_rate))).values
+    entropy[(probs > top_prob).sum(-1) == 0] = torch.inf  # never strongly active: dismissed
+    n_keep = round(entropy.numel() * top_rate)
+    keep = torch.zeros(entropy.numel(), dtype=torch.bool)
+    order = torch.argsort(entropy.flatten(), stable=True)[:n_keep]  # lowest entropy first
+    keep[order[torch.isfinite(entropy.flatten()[order])]] = True
+    bar = flat.kthvalue(max(1, round(len(flat) * activation_bar_ratio))).values
+    return keep.view(entropy.shape)[..., None] & (probs > bar)
+
+
+def _mlp_weights(targets: Sequence[Target], mlp: str, d_mlp: int) -> list[tuple[Target, int]]:
+    """Targets in block ``mlp`` touching its ``d_mlp`` neurons, with the weight axis indexing them."""
+    found = []
+    for t in targets:
+        if not t.name.startswith(mlp + "."):
+            continue
+        out_features = t.weight.shape[1] if t.transposed else t.weight.shape[0]
+        writes, reads = out_features == d_mlp, t.in_features == d_mlp
+        if writes and reads:
+            raise ValueError(f"cannot tell whether {t.name} reads or writes the MLP neurons (square)")
+        if writes:  # output units are the neurons: Linear rows, Conv1D columns
+            found.append((t, 1 if t.transposed else 0))
+        elif reads:  # input features are the neurons: Linear columns, Conv1D rows
+            found.append((t, 0 if t.transposed else 1))
+    return found
+
+
+def lape_mask(
+    model: nn.Module,
+    stats: Mapping[str, ActivationStats],
+    target: str,
+    *,
+    top_rate: float = 0.01,
+    filter_rate: float = 0.95,
+    activation_bar_ratio: float = 0.95,
+    targets: Sequence[Target] | None = None,
+) -> ParameterMask:
+    """Mask over MLP weights of the neurons LAPE finds specific to data set ``target``."""
+    if target not in stats:
+        raise ValueError(f"LAPE target data set {target!r} is not among {sorted(stats)}")
+    sets = list(stats)
+    names, probs = activation_probabilities([stats[s] for s in sets])
+    specific = specific_neurons(
+        probs, top_rate=top_rate, filter_rate=filter_rate, activation_bar_ratio=activation_bar_ratio
+    )[..., sets.index(target)]  # (layers, d_mlp)
+    targets = list(targets) if targets is not None else find_targets(model)
+    masks = {t.param_name: torch.zeros(t.weight.shape, dtype=torch.bool) for t in targets}
+    for act_name, neurons in zip(names, specific):
+        mlp = act_name.rsplit(".", 1)[0]
+        weights = _mlp_weights(targets, mlp, neurons.numel())
+        if not weights:
+            raise ValueError(f"no target weights read or write the neurons of {act_name!r}")
+        for t, axis in weights:
+            masks[t.param_name].index_fill_(axis, neurons.nonzero().squeeze(1), True)
+    provenance = {"method": "lape", "target": target, "sets": sets, "top_rate": top_rate,
+                  "filter_rate": filter_rate, "activation_bar_ratio": activation_bar_ratio}
+    return ParameterMask(masks, provenance)

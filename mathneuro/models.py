@@ -1,0 +1,58 @@
+"""Load a causal LM and its tokenizer from a local folder or the Hugging Face hub.
+
+On compute nodes without internet (``HF_HUB_OFFLINE=1``) a model missing from the cache fails
+with a message naming the model and how to prefetch it, not with a network stack trace.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def load_model(
+    path: str,
+    *,
+    dtype: str = "float32",
+    device: str = "auto",
+    device_map: str | None = None,
+    revision: str | None = None,
+):
+    """(model, tokenizer) in eval mode. ``device_map="auto"`` spreads a large model over GPUs."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(DTYPES)}")
+    local = Path(path).is_dir()
+    kwargs = {"revision": revision, "local_files_only": local or offline()}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=DTYPES[dtype], device_map=device_map, **kwargs
+        )
+    except OSError as err:
+        where = "the local folder" if local else "the Hugging Face cache (offline mode)" if offline() else "the hub"
+        raise OSError(
+            f"cannot load model {path!r} from {where}: {err}. On an offline node, prefetch it first "
+            "on a machine with internet (snakemake prefetch, see README)."
+        ) from err
+    if device_map is None:
+        model.to(resolve_device(device))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model.eval(), tokenizer

@@ -1,0 +1,157 @@
+"""Top-K selection of important weights: S = |W| · stat, largest K fraction.
+
+Scopes:
+
+* ``"matrix"`` (the paper's): in each weight matrix, the ``int(numel * fraction)`` largest scores.
+* ``"row"`` (Wanda's): in each output row, the ``int(in_features * fraction)`` largest scores.
+* ``"global"``: the ``int(total * fraction)`` largest scores over all target matrices.
+
+Ties are broken deterministically: among equal scores at the threshold, lower flat indices (and,
+for ``"global"``, earlier matrices) win. Scores are formed one matrix at a time and dropped before
+the next, so memory never holds more than one matrix's scores; ``"global"`` finds its exact
+threshold with two histogram passes over the float32 bit patterns before a third pass selects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import torch
+from torch import nn
+
+from mathneuro.collect import ActivationStats
+from mathneuro.masks import ParameterMask
+from mathneuro.targets import Target, find_targets
+
+SCOPES = ("matrix", "row", "global")
+
+
+def check_fraction(fraction: float) -> None:
+    if not 0 < fraction <= 1:
+        raise ValueError(f"top-K fraction must be in (0, 1], got {fraction!r}")
+
+
+def _scores(targets: Sequence[Target], stats: ActivationStats) -> Iterator[tuple[Target, torch.Tensor]]:
+    """(target, importance) one matrix at a time, after checking the stats fit the targets."""
+    missing = [t.name for t in targets if t.name not in stats.stats]
+    if missing:
+        raise ValueError(f"activation statistics have no entry for layer(s) {missing[:3]}: collected for another model?")
+    for t in targets:
+        stat = stats.stats[t.name]
+        if stat.shape != (t.in_features,):
+            raise ValueError(f"statistics for {t.name!r} have shape {tuple(stat.shape)}, layer has {t.in_features} inputs")
+    for t in targets:
+        yield t, t.importance(stats.stats[t.name])
+
+
+def top_k_flat(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """Bool mask of the ``k`` largest entries of a 1-D tensor; ties go to lower indices."""
+    n = scores.numel()
+    if k <= 0:
+        return torch.zeros(n, dtype=torch.bool, device=scores.device)
+    if k >= n:
+        return torch.ones(n, dtype=torch.bool, device=scores.device)
+    threshold = torch.kthvalue(scores, n - k + 1).values
+    mask = scores > threshold
+    ties = (scores == threshold).nonzero().squeeze(1)[: k - int(mask.sum())]
+    mask[ties] = True
+    return mask
+
+
+def _top_k_rows(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """Per row of a 2-D tensor, the ``k`` largest entries; ties go to lower column indices."""
+    n = scores.shape[1]
+    if k <= 0:
+        return torch.zeros_like(scores, dtype=torch.bool)
+    if k >= n:
+        return torch.ones_like(scores, dtype=torch.bool)
+    threshold = torch.kthvalue(scores, n - k + 1, dim=1, keepdim=True).values  # (rows, 1)
+    mask = scores > threshold
+    ties = scores == threshold
+    room = k - mask.sum(1, keepdim=True)  # (rows, 1)
+    return mask | (ties & (ties.cumsum(1) <= room))
+
+
+def _matrix_scope(targets, stats, fraction) -> dict[str, torch.Tensor]:
+    return {
+        t.param_name: top_k_flat(s.flatten(), int(s.numel() * fraction)).view(s.shape).cpu()
+        for t, s in _scores(targets, stats)
+    }
+
+
+def _row_scope(targets, stats, fraction) -> dict[str, torch.Tensor]:
+    masks = {}
+    for t, s in _scores(targets, stats):
+        rows = s.T if t.transposed else s  # (out, in): one row per output unit
+        chosen = _top_k_rows(rows, int(t.in_features * fraction))
+        masks[t.param_name] = (chosen.T if t.transposed else chosen).contiguous().cpu()
+    return masks
+
+
+def _bits(scores: torch.Tensor) -> torch.Tensor:
+    """Non-negative float32 -> int32 with the same order (IEEE 754 bit patterns)."""
+    return scores.flatten().view(torch.int32)
+
+
+def _global_threshold(targets, stats, k: int) -> tuple[int, int]:
+    """Exact k-th largest score (as float32 bits) over all matrices and how many ties to take."""
+    high = torch.zeros(1 << 15, dtype=torch.int64)  # histogram of the top 16 bits (sign is 0)
+    for _, s in _scores(targets, stats):
+        high += torch.bincount((_bits(s) >> 16).cpu(), minlength=1 << 15)
+    above = high.flip(0).cumsum(0).flip(0)  # above[b] = count with top bits >= b
+    top = int((above >= k).nonzero().max())  # highest bin holding the k-th largest
+    need = k - (int(above[top + 1]) if top + 1 < len(above) else 0)
+    low = torch.zeros(1 << 16, dtype=torch.int64)
+    for _, s in _scores(targets, stats):
+        bits = _bits(s)
+        low += torch.bincount((bits[(bits >> 16) == top] & 0xFFFF).cpu(), minlength=1 << 16)
+    above_low = low.flip(0).cumsum(0).flip(0)
+    bottom = int((above_low >= need).nonzero().max())
+    ties = need - (int(above_low[bottom + 1]) if bottom + 1 < len(above_low) else 0)
+    return (top << 16) | bottom, ties
+
+
+def _global_scope(targets, stats, fraction) -> dict[str, torch.Tensor]:
+    total = sum(t.weight.numel() for t in targets)
+    k = int(total * fraction)
+    if k == 0:
+        return {t.param_name: torch.zeros(t.weight.shape, dtype=torch.bool) for t in targets}
+    threshold, ties_left = _global_threshold(targets, stats, k)
+    masks = {}
+    for t, s in _scores(targets, stats):
+        bits = _bits(s)
+        mask = bits > threshold
+        ties = (bits == threshold).nonzero().squeeze(1)[:ties_left]
+        mask[ties] = True
+        ties_left -= len(ties)
+        masks[t.param_name] = mask.view(s.shape).cpu()
+    return masks
+
+
+_SCOPE_FUNCTIONS = {"matrix": _matrix_scope, "row": _row_scope, "global": _global_scope}
+
+
+def top_k(
+    model: nn.Module,
+    stats: ActivationStats,
+    fraction: float,
+    *,
+    scope: str = "matrix",
+    targets: Sequence[Target] | None = None,
+) -> ParameterMask:
+    """The top-``fraction`` weights of every target by importance |W| · stat."""
+    check_fraction(fraction)
+    if scope not in SCOPES:
+        raise ValueError(f"unknown scope {scope!r}; choose one of {SCOPES}")
+    targets = list(targets) if targets is not None else find_targets(model)
+    with torch.no_grad():
+        masks = _SCOPE_FUNCTIONS[scope](targets, stats, fraction)
+    provenance = {
+        "method": "top_k",
+        "fraction": fraction,
+        "scope": scope,
+        "statistic": stats.statistic,
+        "n_samples": stats.n_samples,
+        "stats": stats.metadata,
+    }
+    return ParameterMask(masks, provenance)

@@ -1,0 +1,66 @@
+"""Shared fixtures: tiny randomly initialised models and a character-level tokenizer, in-process."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import pytest
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+TEXTS = [
+    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May.",
+    "Weng earns $12 an hour for babysitting. Yesterday, she just did 50 minutes of babysitting.",
+    "The mitochondria is the powerhouse of the cell.",
+    "Betty is saving money for a new wallet which costs $100.",
+    "A short one.",
+    "James writes a 3-page letter to 2 different friends twice a week. How many pages a year?",
+    "Albert is wondering how much pizza he can eat in one day. He buys 2 large pizzas and 2 small.",
+    "Reading is a fine way to spend an afternoon by the river.",
+    "x",
+    "Mark has a garden with flowers. He planted plants of three different colors in it.",
+    "Ken created a care package to send to his brother, who was away at boarding school.",
+    "In the story, the fox hides under the old bridge until the rain stops.",
+]
+
+
+def char_tokenizer() -> PreTrainedTokenizerFast:
+    """Character-level fast tokenizer over printable ASCII, with <pad>=0 and <s>/</s>."""
+    specials = ["<pad>", "<s>", "</s>", "<unk>"]
+    vocab = {tok: i for i, tok in enumerate(specials + sorted(set(string.printable)))}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    )
+
+
+@pytest.fixture(scope="session")
+def tokenizer() -> PreTrainedTokenizerFast:
+    return char_tokenizer()
+
+
+def tiny_llama(vocab_size: int, seed: int = 0) -> LlamaForCausalLM:
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=vocab_size, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False,
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+def tiny_gpt2(vocab_size: int, seed: int = 0) -> GPT2LMHeadModel:
+    torch.manual_seed(seed)
+    config = GPT2Config(vocab_size=vocab_size, n_embd=32, n_layer=2, n_head=4, n_positions=256)
+    return GPT2LMHeadModel(config).eval()
+
+
+@pytest.fixture(params=["llama", "gpt2"])
+def model(request, tokenizer):
+    build = tiny_llama if request.param == "llama" else tiny_gpt2
+    return build(len(tokenizer))
