@@ -39,12 +39,16 @@ Spec keys (a key set to ``null``/``None`` counts as absent):
     ``csv`` only: column names for a CSV file *without* a header row. Without
     ``columns`` the first row is the header.
 ``task``, ``n_train``, ``n_test``, ``data_seed``
-    ``synthetic`` only: the task name and the arguments passed to
-    ``generate(task, n_train=..., n_test=..., seed=data_seed)`` (``n_train`` and
-    ``n_test`` are passed only when given; ``data_seed`` defaults to 0). These
-    fix *which* records exist; ``n``/``seed``/``replace`` then sample from them.
+    ``synthetic`` only: ``task`` (``math``, ``reading``, ``facts``), ``n_train``
+    and ``n_test`` (both required: the train records depend on ``n_test``) and
+    ``data_seed`` (default 0) are passed to
+    ``generate(task, n_train=..., n_test=..., seed=data_seed)``; use the values
+    the toy model was trained with to get its exact records. They fix *which*
+    records exist; ``n``/``seed``/``replace`` then sample from them.
 ``template``
-    A :meth:`str.format` template over the record's fields; default ``"{text}"``.
+    A :meth:`str.format` template over the record's fields. Default: for
+    ``synthetic``, ``synthetic.training_text(task, record)`` (the toy model's
+    training format); otherwise ``"{text}"``.
     File records also get ``subject``: the file name without its extension and
     without a trailing ``_test``/``_dev``/``_val`` (MMLU's naming), unless the
     record already has a ``subject``.
@@ -184,7 +188,9 @@ def _check_source_keys(spec: Mapping[str, Any], source: str) -> None:
         if spec.get("split") not in (None, "train", "test"):
             raise ValueError(f"dataset spec: 'split' for synthetic must be 'train' or 'test', got {spec['split']!r}")
         for key in ("n_train", "n_test"):
-            _check_int(spec, key, minimum=1)
+            if spec.get(key) is None:
+                raise ValueError(f"dataset spec: synthetic needs {key!r} (records generate() makes for that split)")
+            _check_int(spec, key, minimum=0)
         _check_int(spec, "data_seed")
         return
     path = spec.get("path")
@@ -286,9 +292,8 @@ def load_texts(spec: Mapping[str, Any], *, base_dir: str | os.PathLike[str] | No
         raise ValueError(f"dataset spec {dict(spec)!r}: the source has no records")
     indices = _sample_indices(table.size, spec.get("n"), _get(spec, "seed", 0), _get(spec, "replace", True))
     records = table.rows(indices)
-    template = _get(spec, "template", _DEFAULT_TEMPLATE)
-    fields = _template_fields(template)
-    texts = tuple(_render(template, fields, record) for record in records)
+    render = _renderer(spec)
+    texts = tuple(render(record) for record in records)
     id_field = spec.get("id_field")
     if id_field is None:
         ids = [table.label(i) for i in indices]
@@ -313,6 +318,18 @@ def _sample_indices(size: int, n: int | None, seed: int, replace: bool) -> list[
     if n > size:
         raise ValueError(f"dataset spec: n={n} > {size} records available; set replace: true or lower n")
     return rng.sample(range(size), n)
+
+
+def _renderer(spec: Mapping[str, Any]) -> Callable[[Record], str]:
+    """Record -> text: the spec's template, else the default for its source."""
+    template = spec.get("template")
+    if template is None and spec["source"] == "synthetic":
+        from mathneuro import synthetic
+
+        return lambda record: synthetic.training_text(spec["task"], record)
+    template = _DEFAULT_TEMPLATE if template is None else template
+    fields = _template_fields(template)
+    return lambda record: _render(template, fields, record)
 
 
 def _render(template: str, fields: Sequence[str], record: Record) -> str:
@@ -350,8 +367,9 @@ def _synthetic_table(spec: Mapping[str, Any]) -> _Table:
     """Records from the project's synthetic tasks (imported lazily)."""
     from mathneuro import synthetic
 
-    kwargs = {k: spec[k] for k in ("n_train", "n_test") if spec.get(k) is not None}
-    splits = synthetic.generate(spec["task"], seed=_get(spec, "data_seed", 0), **kwargs)
+    splits = synthetic.generate(
+        spec["task"], n_train=spec["n_train"], n_test=spec["n_test"], seed=_get(spec, "data_seed", 0)
+    )
     split = _get(spec, "split", "train")
     records = list(splits[split])
     return _Table(size=len(records), rows=_list_rows(records), label=lambda i: f"{split}:{i}")

@@ -208,7 +208,7 @@ def test_hf_local_folder_offline(tmp_path, monkeypatch):
     assert texts.ids == load_texts(spec).ids
 
 
-def fake_generate(task, n_train=4, n_test=2, seed=0):
+def fake_generate(task, *, n_train, n_test, seed):
     """Stand-in for mathneuro.synthetic.generate with the same signature."""
     make = lambda split, n: [{"text": f"{task}-{split}-{seed}-{i}"} for i in range(n)]
     return {"train": make("train", n_train), "test": make("test", n_test)}
@@ -218,11 +218,24 @@ def test_synthetic_source_passes_arguments(monkeypatch):
     fake = types.SimpleNamespace(generate=fake_generate)
     monkeypatch.setitem(sys.modules, "mathneuro.synthetic", fake)
     monkeypatch.setattr(mathneuro, "synthetic", fake, raising=False)
-    texts = load_texts({"source": "synthetic", "task": "add", "split": "test", "n_test": 3, "data_seed": 7})
+    base = {"source": "synthetic", "task": "add", "n_train": 4, "n_test": 3, "template": "{text}"}
+    texts = load_texts({**base, "split": "test", "data_seed": 7})
     assert list(texts) == ["add-test-7-0", "add-test-7-1", "add-test-7-2"]
     assert texts.ids == ["test:0", "test:1", "test:2"]
-    drawn = load_texts({"source": "synthetic", "task": "add", "n": 5, "seed": 1})
+    drawn = load_texts({**base, "n": 5, "seed": 1})
     assert len(drawn) == 5 and all(t.startswith("add-train-0-") for t in drawn)
+
+
+def test_synthetic_real_generator_defaults_to_training_text():
+    synthetic = pytest.importorskip("mathneuro.synthetic")
+    spec = {"source": "synthetic", "task": "math", "n_train": 20, "n_test": 5, "data_seed": 0}
+    records = synthetic.generate("math", n_train=20, n_test=5, seed=0)["train"]
+    texts = load_texts(spec)
+    assert list(texts) == [synthetic.training_text("math", r) for r in records]
+    assert load_texts({**spec, "id_field": "id"}).ids == [r["id"] for r in records]
+    formatted = load_texts({**spec, "split": "test", "template": "{question}", "n": 8, "seed": 4})
+    assert len(formatted) == 8 and set(formatted) <= {r["question"] for r in synthetic.generate(
+        "math", n_train=20, n_test=5, seed=0)["test"]}
 
 
 # --------------------------------------------------------------------------- Texts
@@ -275,9 +288,10 @@ def test_texts_is_a_frozen_sequence(tmp_path):
         ({"source": "csv", "path": "x", "id_field": ""}, "'id_field' must be a non-empty string"),
         ({"source": "hf", "path": "x", "name": 3}, "'name' must be a string"),
         ({"source": "synthetic"}, "'task' must be a non-empty string"),
-        ({"source": "synthetic", "task": "add", "split": "val"}, "'split' for synthetic"),
-        ({"source": "synthetic", "task": "add", "n_train": 0}, "'n_train' must be >= 1"),
-        ({"source": "synthetic", "task": "add", "path": "x"}, r"\['path'\] do not apply"),
+        ({"source": "synthetic", "task": "math", "split": "val"}, "'split' for synthetic"),
+        ({"source": "synthetic", "task": "math", "n_test": 5}, "synthetic needs 'n_train'"),
+        ({"source": "synthetic", "task": "math", "n_train": -1, "n_test": 5}, "'n_train' must be >= 0"),
+        ({"source": "synthetic", "task": "math", "path": "x"}, r"\['path'\] do not apply"),
     ],
 )
 def test_validate_spec_rejects(spec, message):
