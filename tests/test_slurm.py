@@ -1,0 +1,271 @@
+"""Run the whole workflow through Slurm, with the user's profile (profiles/slurm).
+
+Needs a reachable Slurm cluster with a partition (default ``debug``) whose
+nodes offer a GPU GRES. On a workstation or CI machine, start a throw-away one:
+
+    apt-get install -y slurmctld slurmd slurm-client munge   # as root
+    ci/slurm/start.sh /tmp/slurm-ci && source /tmp/slurm-ci/env
+    MATHNEURO_REQUIRE_SLURM=1 pytest -m slurm
+    ci/slurm/stop.sh /tmp/slurm-ci
+
+Without Slurm the test is skipped (with the reason), unless
+MATHNEURO_REQUIRE_SLURM=1, which turns the skip into a failure so that a CI job
+meant to exercise Slurm cannot pass by skipping.
+
+What it proves: the profile's options are accepted by the installed Snakemake
+and executor plugin; every non-local rule is submitted with sbatch, the model
+rules with ``--gpus=<n>`` and the CPU rules without any GPU; the jobs run and
+the workflow writes its result tables.
+
+Knobs (environment): MATHNEURO_SLURM_PARTITION (default ``debug``),
+MATHNEURO_SLURM_TIMEOUT (seconds for the whole run, default 1800).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slurm
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "Snakefile"
+PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
+TINY_CONFIG = REPO / "tests" / "configs" / "tiny.yaml"
+
+PARTITION = os.environ.get("MATHNEURO_SLURM_PARTITION", "debug")
+TIMEOUT_S = int(os.environ.get("MATHNEURO_SLURM_TIMEOUT", "1800"))
+
+# The workflow's contract: which rules need a GPU, which run on CPUs, and which
+# run inside the Snakemake process (localrules, never submitted).
+GPU_RULES = {"collect_activations", "evaluate"}
+CPU_RULES = {
+    "synthetic_data",
+    "task_configs",
+    "top_k",
+    "method_mask",
+    "lape_mask",
+    "layer_counts",
+    "export_model",
+    "train_toy_model",  # declares gpu=0: a CPU job
+}
+LOCAL_RULES = {"aggregate", "plots", "prefetch", "all"}
+
+
+# --------------------------------------------------------------------------- #
+# Is there a Slurm to talk to?
+# --------------------------------------------------------------------------- #
+def slurm_unavailable_reason(partition: str = PARTITION) -> str | None:
+    """None if `partition` has a responding node that can take jobs, else why not."""
+    hint = "start one with ci/slurm/start.sh and source its env file"
+    if shutil.which("sinfo") is None:
+        return f"no Slurm here: 'sinfo' is not on PATH ({hint})"
+    try:
+        proc = subprocess.run(
+            ["sinfo", "--noheader", f"--partition={partition}", "--format=%T"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return "Slurm unreachable: 'sinfo' did not answer within 20 s"
+    if proc.returncode != 0:
+        err = proc.stderr.strip().splitlines()
+        return f"Slurm unreachable: sinfo failed ({err[-1] if err else proc.returncode}; {hint})"
+    # A trailing '*' means "not responding"; idle/mixed nodes can start jobs.
+    states = proc.stdout.split()
+    if not any(s in ("idle", "mixed") for s in states):
+        return f"no usable node in Slurm partition {partition!r} (states: {states or 'none'})"
+    return None
+
+
+@pytest.fixture(scope="module")
+def slurm_partition() -> str:
+    reason = slurm_unavailable_reason()
+    if reason is not None:
+        if os.environ.get("MATHNEURO_REQUIRE_SLURM") == "1":
+            pytest.fail(f"MATHNEURO_REQUIRE_SLURM=1 but {reason}")
+        pytest.skip(reason)
+    return PARTITION
+
+
+# --------------------------------------------------------------------------- #
+# Helpers (also usable by hand against another Snakefile)
+# --------------------------------------------------------------------------- #
+def make_test_profile(dest: Path, partition: str, profile: Path = PROFILE) -> Path:
+    """Write profiles/slurm with the overrides a single-node test cluster needs.
+
+    Everything else (executor, resources per rule, log folder...) is the
+    user's profile unchanged, so that the test exercises it.
+    """
+    cfg = yaml.safe_load(profile.read_text())
+    # The test cluster: one partition, no account, no accounting database.
+    defaults = cfg.setdefault("default-resources", {})
+    defaults["slurm_partition"] = partition
+    defaults.pop("slurm_account", None)
+    cfg["slurm-no-account"] = True
+    for resources in (cfg.get("set-resources") or {}).values():
+        # Our node has few CPUs and one partition; keep the GPU request as is.
+        resources.pop("slurm_partition", None)
+        resources.pop("gpu_model", None)
+        if "cpus_per_gpu" in resources:
+            resources["cpus_per_gpu"] = 1
+    # No slurmdbd, so no sacct: read states with squeue. The plugin keeps to
+    # squeue only while MinJobAge (300 s in ci/slurm) >= 3 x the first delay.
+    cfg["slurm-status-command"] = "squeue"
+    cfg["slurm-init-seconds-before-status-checks"] = 5
+    # Keep every job's Slurm log, to show it when something fails.
+    cfg["slurm-keep-successful-logs"] = True
+    # Local file system: no need to wait for NFS; fail fast, no resubmission.
+    cfg["latency-wait"] = 5
+    cfg["retries"] = 0
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return dest
+
+
+def run_snakemake(args: list[str], log: Path, timeout_s: int, cwd: Path = REPO) -> int:
+    """Run Snakemake in its own process group and kill the whole group on timeout.
+
+    The Slurm plugin's status loop can hang for good (and ignore SIGTERM) when
+    job states cannot be read, so a plain timeout is not enough.
+    """
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "snakemake", *args],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            return proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            cancel_run_jobs(log)
+            raise
+
+
+def run_uuid(log_text: str) -> str | None:
+    """The plugin names every job after the run's UUID; find it in the log."""
+    m = re.search(r"SLURM run ID: (\S+)", log_text)
+    return m.group(1) if m else None
+
+
+def cancel_run_jobs(log: Path) -> None:
+    """Best effort: scancel the jobs of a run whose Snakemake we had to kill."""
+    uuid = run_uuid(log.read_text(errors="replace"))
+    if uuid:
+        subprocess.run(["scancel", f"--name={uuid}"], timeout=30, check=False)
+
+
+def sbatch_calls(log_text: str) -> dict[str, list[str]]:
+    """Rule name -> its sbatch options, from the plugin's `sbatch call:` lines
+    (logged with --verbose). The wrapped Snakemake command line is cut off."""
+    calls: dict[str, list[str]] = {}
+    for line in log_text.splitlines():
+        if "sbatch call:" not in line:
+            continue
+        options = line.split("sbatch call:", 1)[1].split(" --wrap", 1)[0]
+        words = shlex.split(options)
+        comment = words[words.index("--comment") + 1]  # rule_<name>[_wildcards_...]
+        rule = comment.removeprefix("rule_").split("_wildcards_", 1)[0]
+        calls.setdefault(rule, []).append(" ".join(words))
+    return calls
+
+
+def tail(path: Path, lines: int = 60) -> str:
+    if not path.exists():
+        return f"({path} missing)"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def failed_job_logs(log_text: str) -> str:
+    """Tails of the (Slurm and rule) logs Snakemake names in its error messages."""
+    paths = sorted(set(re.findall(r"log: (\S+\.log)", log_text)))
+    return "\n".join(f"----- {p}\n{tail(Path(p), 40)}" for p in paths)
+
+
+# --------------------------------------------------------------------------- #
+# The test
+# --------------------------------------------------------------------------- #
+def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
+    assert SNAKEFILE.exists(), f"{SNAKEFILE} missing"
+    assert TINY_CONFIG.exists(), f"{TINY_CONFIG} missing"
+    profile = make_test_profile(tmp_path / "profile", slurm_partition)
+    workdir = tmp_path / "work"
+    log = tmp_path / "snakemake.log"
+
+    args = [
+        "--snakefile", str(SNAKEFILE),
+        "--profile", str(profile),
+        "--configfile", str(TINY_CONFIG),
+        "--directory", str(workdir),
+        "--verbose",  # makes the plugin log each `sbatch call:`
+    ]  # fmt: skip
+    try:
+        rc = run_snakemake(args, log, TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(
+            f"Snakemake on Slurm did not finish within {TIMEOUT_S} s (process group "
+            f"killed, jobs cancelled). Log tail:\n{tail(log)}"
+        )
+    text = log.read_text(errors="replace")
+    slurm_logdir = workdir / "logs" / "slurm"
+    assert rc == 0, (
+        f"Snakemake on Slurm failed (exit {rc}). Log tail:\n{tail(log)}\n"
+        f"{failed_job_logs(text)}"
+    )
+
+    # Job states were read with squeue throughout (sacct would hang here).
+    assert "Falling back to 'sacct'" not in text
+    assert "command=squeue" in text
+
+    # The workflow's products.
+    tables = sorted((workdir / "results" / "tables").glob("*.parquet"))
+    assert tables, "no results/tables/*.parquet written"
+    assert (workdir / "results" / "tables" / "pruning.parquet") in tables
+    for table in tables:
+        assert table.stat().st_size > 0, f"{table} is empty"
+
+    # What was submitted, and how.
+    calls = sbatch_calls(text)
+    assert calls, "no `sbatch call:` lines in the log (was --verbose dropped?)"
+    submitted = set(calls)
+    assert not submitted & LOCAL_RULES, f"local rules went to Slurm: {submitted & LOCAL_RULES}"
+    unknown = submitted - GPU_RULES - CPU_RULES
+    assert not unknown, f"rules not in this test's contract: {unknown}"
+    assert GPU_RULES <= submitted, f"GPU rules never submitted: {GPU_RULES - submitted}"
+    for rule, rule_calls in calls.items():
+        for call in rule_calls:
+            assert f"-p {slurm_partition}" in call, f"{rule}: no partition in {call}"
+            assert re.search(r" -t \d+", call), f"{rule}: no runtime in {call}"
+            assert re.search(r" --mem \d+", call), f"{rule}: no memory in {call}"
+            if rule in GPU_RULES:
+                assert re.search(r" --gpus=1\b", call), f"{rule} asked no GPU: {call}"
+            else:
+                assert "--gpus" not in call and "--gres" not in call, (
+                    f"CPU rule {rule} asked for a GPU: {call}"
+                )
+
+    # Slurm's side of it: each GPU job ran with the GPU the node gave it (the
+    # job-step plugin logs its environment with --verbose).
+    for rule in GPU_RULES:
+        job_logs = sorted((slurm_logdir / f"rule_{rule}").rglob("*.log"))
+        assert job_logs, f"no Slurm log kept for {rule} under {slurm_logdir}"
+        for job_log in job_logs:
+            assert "'CUDA_VISIBLE_DEVICES': '0'" in job_log.read_text(errors="replace"), (
+                f"{job_log}: the job did not get a GPU from Slurm"
+            )
