@@ -23,6 +23,7 @@ MATHNEURO_SLURM_TIMEOUT (seconds for the whole run, default 1800).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -30,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -67,6 +69,8 @@ LOCAL_RULES = {"aggregate", "plots", "prefetch", "all"}
 def slurm_unavailable_reason(partition: str = PARTITION) -> str | None:
     """None if `partition` has a responding node that can take jobs, else why not."""
     hint = "start one with ci/slurm/start.sh and source its env file"
+    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
+        return "snakemake-executor-plugin-slurm is not installed (pip install -e '.[workflow]')"
     if shutil.which("sinfo") is None:
         return f"no Slurm here: 'sinfo' is not on PATH ({hint})"
     try:
@@ -171,19 +175,63 @@ def cancel_run_jobs(log: Path) -> None:
         subprocess.run(["scancel", f"--name={uuid}"], timeout=30, check=False)
 
 
-def sbatch_calls(log_text: str) -> dict[str, list[str]]:
-    """Rule name -> its sbatch options, from the plugin's `sbatch call:` lines
-    (logged with --verbose). The wrapped Snakemake command line is cut off."""
-    calls: dict[str, list[str]] = {}
-    for line in log_text.splitlines():
-        if "sbatch call:" not in line:
-            continue
-        options = line.split("sbatch call:", 1)[1].split(" --wrap", 1)[0]
-        words = shlex.split(options)
-        comment = words[words.index("--comment") + 1]  # rule_<name>[_wildcards_...]
-        rule = comment.removeprefix("rule_").split("_wildcards_", 1)[0]
-        calls.setdefault(rule, []).append(" ".join(words))
-    return calls
+@dataclass
+class Job:
+    """One job of the run, as Snakemake's --verbose log describes it."""
+
+    jobid: str
+    rule: str
+    local: bool  # "localrule X:" (ran in the Snakemake process) or "rule X:"
+    gpus: int  # its `gpu` resource, 0 if none
+    slurm_id: str | None = None
+    slurm_log: Path | None = None
+    sbatch: str | None = None  # the sbatch options, without --wrap
+
+
+_JOB_HEADER = re.compile(r"^(local)?rule (\w+):$")
+_SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
+
+
+def parse_jobs(log_text: str) -> dict[str, Job]:
+    """Snakemake job id -> Job, with its sbatch call if it was submitted.
+
+    Uses the job blocks ("rule X:" + indented "jobid:"/"resources:" lines), the
+    plugin's "sbatch call:" lines and its "Job N has been submitted with SLURM
+    jobid M (log: ...)" lines; a call is matched to its job through the log
+    file it names (--output .../%j.log with %j = M).
+    """
+    jobs: dict[str, Job] = {}
+    calls: dict[str, str] = {}  # --output template -> sbatch options
+    lines = log_text.splitlines()
+    for i, line in enumerate(lines):
+        header = _JOB_HEADER.match(line)
+        if header:
+            fields = {}
+            for body in lines[i + 1 :]:
+                if not body.startswith("    "):
+                    break
+                key, _, value = body.strip().partition(": ")
+                fields[key] = value
+            resources = dict(
+                item.split("=", 1) for item in fields.get("resources", "").split(", ") if "=" in item
+            )
+            jobid = fields.get("jobid")
+            if jobid is None:  # not a job description
+                continue
+            jobs[jobid] = Job(jobid, header[2], bool(header[1]), int(resources.get("gpu", 0)))
+        elif "sbatch call:" in line:
+            options = line.split("sbatch call:", 1)[1].split(" --wrap", 1)[0]
+            words = shlex.split(options)
+            calls[words[words.index("--output") + 1]] = " ".join(words)
+        elif submitted := _SUBMITTED.search(line):
+            jobid, slurm_id, slurm_log = submitted.groups()
+            job = jobs[jobid]
+            job.slurm_id, job.slurm_log = slurm_id, Path(slurm_log)
+    for job in jobs.values():
+        if job.slurm_log is not None:
+            template = str(job.slurm_log.with_name("%j.log"))
+            job.sbatch = calls.get(template)
+    return jobs
 
 
 def tail(path: Path, lines: int = 60) -> str:
@@ -241,31 +289,33 @@ def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
         assert table.stat().st_size > 0, f"{table} is empty"
 
     # What was submitted, and how.
-    calls = sbatch_calls(text)
-    assert calls, "no `sbatch call:` lines in the log (was --verbose dropped?)"
-    submitted = set(calls)
-    assert not submitted & LOCAL_RULES, f"local rules went to Slurm: {submitted & LOCAL_RULES}"
-    unknown = submitted - GPU_RULES - CPU_RULES
-    assert not unknown, f"rules not in this test's contract: {unknown}"
-    assert GPU_RULES <= submitted, f"GPU rules never submitted: {GPU_RULES - submitted}"
-    for rule, rule_calls in calls.items():
-        for call in rule_calls:
-            assert f"-p {slurm_partition}" in call, f"{rule}: no partition in {call}"
-            assert re.search(r" -t \d+", call), f"{rule}: no runtime in {call}"
-            assert re.search(r" --mem \d+", call), f"{rule}: no memory in {call}"
-            if rule in GPU_RULES:
-                assert re.search(r" --gpus=1\b", call), f"{rule} asked no GPU: {call}"
-            else:
-                assert "--gpus" not in call and "--gres" not in call, (
-                    f"CPU rule {rule} asked for a GPU: {call}"
-                )
-
-    # Slurm's side of it: each GPU job ran with the GPU the node gave it (the
-    # job-step plugin logs its environment with --verbose).
-    for rule in GPU_RULES:
-        job_logs = sorted((slurm_logdir / f"rule_{rule}").rglob("*.log"))
-        assert job_logs, f"no Slurm log kept for {rule} under {slurm_logdir}"
-        for job_log in job_logs:
-            assert "'CUDA_VISIBLE_DEVICES': '0'" in job_log.read_text(errors="replace"), (
-                f"{job_log}: the job did not get a GPU from Slurm"
+    jobs = parse_jobs(text)
+    assert jobs, "no job descriptions in the log (was --verbose dropped?)"
+    local = {j.rule for j in jobs.values() if j.local}
+    remote = [j for j in jobs.values() if not j.local]
+    assert not local & (GPU_RULES | CPU_RULES), f"cluster rules ran locally: {local}"
+    remote_rules = {j.rule for j in remote}
+    assert not remote_rules & LOCAL_RULES, f"local rules went to Slurm: {remote_rules & LOCAL_RULES}"
+    assert GPU_RULES <= remote_rules, f"GPU rules never submitted: {GPU_RULES - remote_rules}"
+    for job in remote:
+        what = f"job {job.jobid} ({job.rule})"
+        assert job.slurm_id is not None, f"{what} was never submitted to Slurm"
+        call = job.sbatch
+        assert call is not None, f"{what}: no `sbatch call:` line found"
+        assert f"-p {slurm_partition}" in call, f"{what}: no partition in {call}"
+        assert re.search(r" -t \d+", call), f"{what}: no runtime in {call}"
+        assert re.search(r" --mem \d+", call), f"{what}: no memory in {call}"
+        if job.rule in GPU_RULES:
+            assert job.gpus >= 1, f"{what} declares no GPU (resources: gpu={job.gpus})"
+        if job.rule in CPU_RULES:
+            assert job.gpus == 0, f"CPU {what} declares gpu={job.gpus}"
+        if job.gpus:
+            assert re.search(rf" --gpus={job.gpus}\b", call), f"{what} asked no GPU: {call}"
+            # Slurm's side: the job got the node's GPU (the job-step plugin
+            # logs its environment with --verbose; the log is kept).
+            job_log = job.slurm_log.read_text(errors="replace")
+            assert "'CUDA_VISIBLE_DEVICES': '0'" in job_log, (
+                f"{what}: no CUDA_VISIBLE_DEVICES=0 in its Slurm log {job.slurm_log}"
             )
+        else:
+            assert "--gpus" not in call and "--gres" not in call, f"CPU {what} asked a GPU: {call}"
