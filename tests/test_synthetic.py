@@ -1,0 +1,118 @@
+"""Tests of the synthetic task generators (mathneuro.synthetic)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from mathneuro import synthetic
+
+N_TRAIN, N_TEST = 400, 60
+
+
+@pytest.fixture(scope="module")
+def data() -> dict[str, dict[str, list[dict]]]:
+    return {t: synthetic.generate(t, n_train=N_TRAIN, n_test=N_TEST, seed=7)
+            for t in synthetic.TASKS}
+
+
+def _recompute(question: str) -> int:
+    """Recompute the answer of a math question from its numbers and wording."""
+    numbers = [int(n) for n in re.findall(r"\d+", question)]
+    if "more from" in question:
+        return numbers[0] + numbers[1]
+    if "gives" in question:
+        return numbers[0] - numbers[1]
+    if "Each holds" in question:
+        return numbers[0] * numbers[1]
+    raise AssertionError(f"unrecognised question: {question}")
+
+
+def test_sizes_and_ids(data):
+    for task, splits in data.items():
+        assert len(splits["train"]) == N_TRAIN and len(splits["test"]) == N_TEST
+        ids = [r["id"] for s in splits.values() for r in s]
+        assert len(set(ids)) == len(ids)
+        assert all(isinstance(i, str) and i.startswith(f"{task}-") for i in ids)
+
+
+def test_math_answers_are_correct(data):
+    for record in data["math"]["train"] + data["math"]["test"]:
+        expected = _recompute(record["question"])
+        lines = record["answer"].split("\n")
+        assert lines[-1] == f"#### {expected}"
+        assert record["target"] == str(expected)
+        assert lines[-2].endswith(f"= {expected}.")
+
+
+def test_math_worked_steps_are_correct(data):
+    """Every ``x op y (op z) = r`` step in the worked solutions is true arithmetic."""
+    step = re.compile(r"(\d+(?: [-+*] \d+)+) = (\d+)")
+    for record in data["math"]["train"][:200]:
+        for expr, result in step.findall(record["answer"]):
+            assert eval(expr) == int(result), (expr, result)  # noqa: S307 (digits/ops only)
+
+
+def test_math_splits_disjoint(data):
+    def key(r):
+        return tuple(re.findall(r"\d+", r["question"])) + (_recompute(r["question"]),)
+    train = {key(r) for r in data["math"]["train"]}
+    assert not train & {key(r) for r in data["math"]["test"]}
+
+
+@pytest.mark.parametrize("task", ["reading", "facts"])
+def test_mc_records(data, task):
+    for record in data[task]["train"] + data[task]["test"]:
+        assert len(record["choices"]) == 4 == len(set(record["choices"]))
+        assert record["choices"][record["label"]] == record["answer"]
+        texts = [record["question"], record["answer"], *record["choices"]]
+        assert not any(re.search(r"[0-9+*=#<]", text) for text in texts)
+
+
+@pytest.mark.parametrize("task", synthetic.TASKS)
+def test_prompts_disjoint_between_splits(data, task):
+    train = {synthetic.prompt_text(task, r) for r in data[task]["train"]}
+    assert not train & {synthetic.prompt_text(task, r) for r in data[task]["test"]}
+
+
+def test_reading_answer_is_in_story(data):
+    for record in data["reading"]["test"]:
+        story = record["question"].split("\nQuestion:")[0]
+        assert record["answer"] in story
+
+
+def test_facts_are_learnable_from_train(data):
+    """Each test fact is asked in training too (other wording), with the same answer."""
+    def subject(question):
+        return re.findall(r"[Tt]he (\w+)", question)[-1]
+    relations = {v: rel for rel, (_, values) in synthetic.FACT_RELATIONS.items() for v in values}
+    train = {(subject(r["question"]), relations[r["answer"]]): r["answer"]
+             for r in data["facts"]["train"]}
+    for record in data["facts"]["test"]:
+        assert train[(subject(record["question"]), relations[record["answer"]])] == record["answer"]
+
+
+@pytest.mark.parametrize("task", synthetic.TASKS)
+def test_seeded(task):
+    first = synthetic.generate(task, n_train=50, n_test=20, seed=1)
+    assert first == synthetic.generate(task, n_train=50, n_test=20, seed=1)
+    assert first != synthetic.generate(task, n_train=50, n_test=20, seed=2)
+
+
+def test_unknown_task():
+    with pytest.raises(ValueError, match="unknown synthetic task"):
+        synthetic.generate("poetry", n_train=1, n_test=1, seed=0)
+
+
+def test_write_task(tmp_path):
+    paths = synthetic.write_task("reading", tmp_path, n_train=5, n_test=3, seed=0)
+    assert paths == {s: tmp_path / "reading" / f"{s}.jsonl" for s in ("train", "test")}
+    records = synthetic.read_jsonl(paths["test"])
+    assert records == synthetic.generate("reading", n_train=5, n_test=3, seed=0)["test"]
+
+
+def test_training_text_is_prompt_plus_answer(data):
+    record = data["math"]["test"][0]
+    text = synthetic.training_text("math", record)
+    assert text == f"Question: {record['question']}\nAnswer: {record['answer']}"
