@@ -106,24 +106,26 @@ def slurm_partition() -> str:
 # --------------------------------------------------------------------------- #
 # Helpers (also usable by hand against another Snakefile)
 # --------------------------------------------------------------------------- #
-def make_test_profile(dest: Path, partition: str, profile: Path = PROFILE) -> Path:
+def make_test_profile(dest: Path, partition: str, profile: Path | None = None) -> Path:
     """Write profiles/slurm with the overrides a single-node test cluster needs.
 
     Everything else (executor, resources per rule, log folder...) is the
     user's profile unchanged, so that the test exercises it.
     """
-    cfg = yaml.safe_load(profile.read_text())
+    cfg = yaml.safe_load((profile or PROFILE).read_text())
     # The test cluster: one partition, no account, no accounting database.
     defaults = cfg.setdefault("default-resources", {})
     defaults["slurm_partition"] = partition
     defaults.pop("slurm_account", None)
     cfg["slurm-no-account"] = True
-    for resources in (cfg.get("set-resources") or {}).values():
-        # Our node has few CPUs and one partition; keep the GPU request as is.
-        resources.pop("slurm_partition", None)
-        resources.pop("gpu_model", None)
-        if "cpus_per_gpu" in resources:
-            resources["cpus_per_gpu"] = 1
+    # One partition, GPUs of no particular model; the rest as the user has it.
+    # (Rebuilt per rule: the profile shares one mapping between rules.)
+    set_resources = {
+        rule: {k: v for k, v in (res or {}).items() if k not in ("slurm_partition", "gpu_model")}
+        for rule, res in (cfg.pop("set-resources", None) or {}).items()
+    }
+    if any(set_resources.values()):
+        cfg["set-resources"] = {rule: res for rule, res in set_resources.items() if res}
     # No slurmdbd, so no sacct: read states with squeue. The plugin keeps to
     # squeue only while MinJobAge (300 s in ci/slurm) >= 3 x the first delay.
     cfg["slurm-status-command"] = "squeue"
@@ -135,6 +137,23 @@ def make_test_profile(dest: Path, partition: str, profile: Path = PROFILE) -> Pa
     cfg["retries"] = 0
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return dest
+
+
+def make_test_config(dest: Path, configfile: Path | None = None) -> Path:
+    """The tiny config, with every model asking for one GPU (the node has one).
+
+    The tiny models run on the CPU (device: cpu); asking Slurm for a GPU anyway
+    exercises the GPU path of the submission (--gpus, CUDA_VISIBLE_DEVICES)
+    without needing one: the CI node's GPU is a stand-in.
+    """
+    configfile = configfile or TINY_CONFIG
+    cfg = yaml.safe_load(configfile.read_text())
+    models = cfg.get("models") or {}
+    assert models, f"{configfile} defines no models"
+    for model in models.values():
+        model["gpus"] = 1
+    dest.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return dest
 
 
@@ -253,13 +272,14 @@ def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
     assert SNAKEFILE.exists(), f"{SNAKEFILE} missing"
     assert TINY_CONFIG.exists(), f"{TINY_CONFIG} missing"
     profile = make_test_profile(tmp_path / "profile", slurm_partition)
+    configfile = make_test_config(tmp_path / "config.yaml")
     workdir = tmp_path / "work"
     log = tmp_path / "snakemake.log"
 
     args = [
         "--snakefile", str(SNAKEFILE),
         "--profile", str(profile),
-        "--configfile", str(TINY_CONFIG),
+        "--configfile", str(configfile),
         "--directory", str(workdir),
         "--verbose",  # makes the plugin log each `sbatch call:`
     ]  # fmt: skip
