@@ -1,0 +1,115 @@
+"""Tests of the toy tokenizer, model and training loop (mathneuro.toy)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from mathneuro import synthetic, toy
+
+TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64,
+        "max_position_embeddings": 128, "vocab_size": 300}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models train faster on one thread than on two busy shared cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def records() -> dict[str, list[dict]]:
+    return {t: synthetic.generate(t, n_train=60, n_test=10, seed=3)["train"]
+            for t in synthetic.TASKS}
+
+
+@pytest.fixture(scope="module")
+def texts(records) -> list[str]:
+    return [synthetic.training_text(t, r) for t, rs in records.items() for r in rs]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(texts):
+    return toy.build_tokenizer(texts, vocab_size=300)
+
+
+def test_tokenizer_round_trip(tokenizer, texts, tmp_path):
+    tokenizer.save_pretrained(tmp_path)
+    from transformers import AutoTokenizer
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    for tok in (tokenizer, loaded):
+        for text in texts:
+            ids = tok(text)["input_ids"]
+            assert ids[0] == tok.bos_token_id
+            assert tok.decode(ids, skip_special_tokens=True) == text
+    assert loaded(texts[0])["input_ids"] == tokenizer(texts[0])["input_ids"]
+
+
+def test_tokenizer_special_tokens_and_digits(tokenizer):
+    for name in ("pad_token", "bos_token", "eos_token", "unk_token"):
+        assert getattr(tokenizer, name) is not None
+    assert len({tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id}) == 3
+    pieces = tokenizer.tokenize("So 47 + 385 = 432.")
+    digits = [p for p in pieces if any(c.isdigit() for c in p)]
+    assert all(sum(c.isdigit() for c in p) == 1 for p in digits) and len(digits) == 8
+
+
+def test_tokenizer_is_deterministic(texts, tokenizer):
+    again = toy.build_tokenizer(list(reversed(texts)), vocab_size=300)
+    assert again.get_vocab() == tokenizer.get_vocab()
+
+
+def test_make_model_untied(tokenizer):
+    model = toy.make_model(len(tokenizer), hidden_size=32, num_layers=2, num_heads=2,
+                           intermediate_size=64, max_position_embeddings=128, seed=0)
+    assert not model.config.tie_word_embeddings
+    assert model.lm_head.weight.data_ptr() != model.model.embed_tokens.weight.data_ptr()
+    assert model.config.num_hidden_layers == 2 and model.config.vocab_size == len(tokenizer)
+
+
+def test_training_lowers_loss(tokenizer, texts):
+    model = toy.make_model(len(tokenizer), hidden_size=32, num_layers=2, num_heads=2,
+                           intermediate_size=64, max_position_embeddings=128, seed=0,
+                           tokenizer=tokenizer)
+    messages: list[str] = []
+    losses = toy.train(model, tokenizer, texts, steps=40, batch_size=8, lr=1e-2, seed=0,
+                       warmup=5, log_every=20, log=messages.append)
+    assert len(losses) == 40
+    assert sum(losses[-5:]) / 5 < 0.7 * sum(losses[:5]) / 5
+    assert len(messages) == 2 and "step 40/40" in messages[-1] and "elapsed" in messages[-1]
+
+
+def _train_toy(records, out_dir):
+    toy.train_toy(records, out_dir, steps=8, batch_size=4, warmup=2, seed=5, num_threads=None,
+                  log=lambda _: None, **TINY)
+    return load_file(str(out_dir / "model.safetensors"))
+
+
+def test_train_toy_same_seed_identical_weights(records, tmp_path):
+    first = _train_toy(records, tmp_path / "a")
+    second = _train_toy(records, tmp_path / "b")
+    assert first.keys() == second.keys()
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    model, tokenizer = toy.load_toy(tmp_path / "a")
+    assert model.config.hidden_size == 32 and not model.config.tie_word_embeddings
+    assert tokenizer.decode(tokenizer("Where does the zorbel live?")["input_ids"],
+                            skip_special_tokens=True) == "Where does the zorbel live?"
+
+
+def test_train_toy_from_files(records, tmp_path):
+    files = {t: synthetic.write_jsonl(rs, tmp_path / t / "train.jsonl")
+             for t, rs in records.items()}
+    from_files = _train_toy(files, tmp_path / "files")
+    from_records = _train_toy(records, tmp_path / "records")
+    assert all(torch.equal(from_files[k], from_records[k]) for k in from_files)
+
+
+def test_train_toy_rejects_bad_input(records, tmp_path):
+    with pytest.raises(ValueError, match="unknown synthetic task"):
+        toy.train_toy({"poetry": records["math"]}, tmp_path, steps=1, **TINY)
+    with pytest.raises(ValueError, match="no weight"):
+        toy.train_toy(records, tmp_path, steps=1, mix={"chess": 1.0}, **TINY)
