@@ -1,0 +1,180 @@
+"""Evaluation through lm-eval's own machinery (no hand-written scorer).
+
+``write_task_yamls`` turns the generated synthetic test files into lm-eval task
+YAMLs (``toy_math``, ``toy_reading``, ``toy_facts``); ``evaluate`` runs
+``lm_eval.simple_evaluate`` on an in-memory model and returns a tidy DataFrame.
+Real lm-eval tasks (``gsm8k_cot``, ``mmlu``, ...) work by name the same way.
+
+The prompt formats mirror ``mathneuro.synthetic.prompt_text`` exactly, so the model
+is evaluated on the text format it was trained on. lm-eval is imported inside the
+functions only: importing it costs seconds, which matters for short workflow jobs.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from mathneuro import synthetic
+
+TASK_PREFIX = "toy_"
+MC_DOC_TO_TEXT = "{{question}}\nAnswer:"
+MATH_DOC_TO_TEXT = "Question: {{question}}\nAnswer:"
+# The math answer's last line is "#### <number>"; exact match compares that number.
+MATH_ANSWER_REGEX = r"#### (\-?[0-9\.\,]+)"
+COLUMNS = ["task", "metric", "value", "stderr", "n"]
+
+
+def task_name(task: str) -> str:
+    """lm-eval task name of a synthetic task (``"math"`` -> ``"toy_math"``)."""
+    synthetic.check_task(task)
+    return f"{TASK_PREFIX}{task}"
+
+
+def _dataset_fields(name: str, test_path: str | Path) -> dict[str, Any]:
+    path = Path(test_path).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"test file for {name} not found: {path}")
+    return {"task": name, "dataset_path": "json",
+            "dataset_kwargs": {"data_files": {"test": str(path)}}, "test_split": "test"}
+
+
+def math_task_config(name: str, test_path: str | Path, *, max_gen_toks: int = 96) -> dict:
+    """GSM8K-style generation task: greedy answer, exact match on the ``####`` number.
+
+    Works for any JSON-lines file whose records have ``question`` and an ``answer``
+    ending in ``#### <number>`` (the synthetic math task, or GSM8K itself).
+    """
+    return {
+        **_dataset_fields(name, test_path),
+        "output_type": "generate_until",
+        "doc_to_text": MATH_DOC_TO_TEXT,
+        "doc_to_target": "{{answer.split('####')[-1].strip()}}",
+        "target_delimiter": " ",
+        "generation_kwargs": {"until": ["\n\n", "Question:"], "do_sample": False,
+                              "temperature": 0.0, "max_gen_toks": max_gen_toks},
+        "filter_list": [{"name": "strict-match", "filter": [
+            {"function": "regex", "regex_pattern": MATH_ANSWER_REGEX},
+            {"function": "take_first"}]}],
+        "metric_list": [{"metric": "exact_match", "aggregation": "mean",
+                         "higher_is_better": True, "ignore_case": True,
+                         "ignore_punctuation": False,
+                         "regexes_to_ignore": [",", "\\$", "\\.$"]}],
+        "metadata": {"version": 1.0},
+    }
+
+
+def mc_task_config(name: str, test_path: str | Path) -> dict:
+    """Multiple-choice task scored by log-likelihood of each choice (metric ``acc``)."""
+    return {
+        **_dataset_fields(name, test_path),
+        "output_type": "multiple_choice",
+        "doc_to_text": MC_DOC_TO_TEXT,
+        "doc_to_choice": "{{choices}}",
+        "doc_to_target": "label",
+        "target_delimiter": " ",
+        "metric_list": [{"metric": "acc", "aggregation": "mean", "higher_is_better": True}],
+        "metadata": {"version": 1.0},
+    }
+
+
+def synthetic_task_config(task: str, test_path: str | Path) -> dict:
+    """lm-eval task config (a dict ready for YAML) for synthetic ``task``'s test file."""
+    name = task_name(task)
+    if task == "math":
+        return math_task_config(name, test_path)
+    return mc_task_config(name, test_path)
+
+
+def write_task_yamls(test_paths: Mapping[str, str | Path], out_dir: str | Path) -> list[str]:
+    """Write one ``{out_dir}/toy_<task>.yaml`` per task in ``test_paths``; return the paths.
+
+    Pass ``out_dir`` as ``include_path`` to ``evaluate`` to make the tasks known.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for task, test_path in test_paths.items():
+        config = synthetic_task_config(task, test_path)
+        path = out_dir / f"{config['task']}.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        written.append(str(path))
+    return written
+
+
+def _finite(value: Any) -> float:
+    """``float(value)``, with lm-eval's ``"N/A"`` and non-numbers mapped to NaN."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def results_frame(results: Mapping[str, Any]):
+    """Tidy ``task, metric, value, stderr, n`` rows from a ``simple_evaluate`` result.
+
+    ``metric`` is lm-eval's ``name,filter`` key (e.g. ``acc,none``,
+    ``exact_match,strict-match``); ``n`` is the number of documents evaluated.
+    """
+    import pandas as pd
+
+    rows = []
+    n_samples = results.get("n-samples", {})
+    for task, metrics in results["results"].items():
+        n = n_samples.get(task, {}).get("effective")
+        for key, value in metrics.items():
+            name, _, filt = key.partition(",")
+            if key == "alias" or name.endswith("_stderr") or not filt:
+                continue
+            stderr = metrics.get(f"{name}_stderr,{filt}")
+            rows.append({"task": task, "metric": key, "value": _finite(value),
+                         "stderr": _finite(stderr), "n": n})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def task_manager(tasks: list[str], include_path: str | Path | None = None):
+    """An lm-eval ``TaskManager`` that knows ``tasks``, indexing as little as possible.
+
+    Indexing lm-eval's built-in task folder takes tens of seconds on a busy CPU, so when
+    every task is found under ``include_path`` alone the built-ins are not indexed.
+    Raises ``ValueError`` naming the tasks that no folder defines.
+    """
+    from lm_eval.tasks import TaskManager
+
+    if include_path is not None:
+        local = TaskManager(include_path=str(include_path), include_defaults=False)
+        if all(t in local.all_tasks for t in tasks):
+            return local
+    manager = TaskManager(include_path=None if include_path is None else str(include_path))
+    unknown = [t for t in tasks if t not in manager.all_tasks]
+    if unknown:
+        raise ValueError(f"unknown lm-eval tasks {unknown}; for the toy tasks pass "
+                         f"include_path= the folder written by write_task_yamls")
+    return manager
+
+
+def evaluate(model, tokenizer, tasks: list[str], *, include_path: str | Path | None = None,
+             limit: int | float | None = None, batch_size: int = 16,
+             max_gen_toks: int | None = None):
+    """Evaluate an in-memory ``model`` on lm-eval ``tasks``; return a tidy DataFrame.
+
+    ``tasks`` are lm-eval task names (``toy_math``... with ``include_path`` pointing at
+    the YAMLs from ``write_task_yamls``, or built-in tasks such as ``gsm8k_cot``).
+    The model is used on the device it is already on. Values are fractions in [0, 1].
+    ``max_gen_toks`` (optional) overrides the generation length of every
+    generative task (a cheap cap for smoke tests).
+    """
+    import lm_eval
+    from lm_eval.models.huggingface import HFLM
+
+    if not tasks:
+        raise ValueError("evaluate() needs at least one task name")
+    manager = task_manager(list(tasks), include_path)
+    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size)
+    gen_kwargs = None if max_gen_toks is None else {"max_gen_toks": int(max_gen_toks)}
+    results = lm_eval.simple_evaluate(model=lm, tasks=list(tasks), task_manager=manager,
+                                      limit=limit, gen_kwargs=gen_kwargs, log_samples=False)
+    return results_frame(results)

@@ -1,0 +1,107 @@
+"""Tests of the lm-eval wiring (mathneuro.evaluate): task YAMLs and a tiny-model run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from mathneuro import evaluate, synthetic, toy
+
+GSM8K_TEST = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gsm8k" / "test.jsonl"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def test_files(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("data")
+    return {t: synthetic.write_task(t, root, n_train=30, n_test=6, seed=0)["test"]
+            for t in synthetic.TASKS}
+
+
+@pytest.fixture(scope="module")
+def yaml_dir(test_files, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("tasks")
+    evaluate.write_task_yamls(test_files, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny(test_files):
+    """An untrained tiny toy model: checks the wiring, not accuracy."""
+    texts = [synthetic.training_text(t, r) for t, p in test_files.items()
+             for r in synthetic.read_jsonl(p)]
+    tokenizer = toy.build_tokenizer(texts, vocab_size=300)
+    model = toy.make_model(len(tokenizer), hidden_size=32, num_layers=2, num_heads=2,
+                           intermediate_size=64, max_position_embeddings=512, seed=0,
+                           tokenizer=tokenizer)
+    return model.eval(), tokenizer
+
+
+def test_write_task_yamls(test_files, yaml_dir):
+    paths = sorted(str(p) for p in yaml_dir.glob("*.yaml"))
+    assert [Path(p).name for p in paths] == ["toy_facts.yaml", "toy_math.yaml", "toy_reading.yaml"]
+    math = yaml.safe_load((yaml_dir / "toy_math.yaml").read_text())
+    assert math["task"] == "toy_math" and math["output_type"] == "generate_until"
+    assert math["dataset_path"] == "json" and math["test_split"] == "test"
+    assert Path(math["dataset_kwargs"]["data_files"]["test"]).is_absolute()
+    assert math["generation_kwargs"]["do_sample"] is False
+    reading = yaml.safe_load((yaml_dir / "toy_reading.yaml").read_text())
+    assert reading["output_type"] == "multiple_choice"
+    assert reading["doc_to_choice"] == "{{choices}}" and reading["doc_to_target"] == "label"
+
+
+def test_unknown_task_and_missing_file(tmp_path):
+    with pytest.raises(ValueError, match="unknown synthetic task"):
+        evaluate.synthetic_task_config("poetry", tmp_path / "x.jsonl")
+    with pytest.raises(FileNotFoundError):
+        evaluate.synthetic_task_config("math", tmp_path / "missing.jsonl")
+
+
+def test_prompts_match_training_format(test_files, yaml_dir):
+    """lm-eval renders exactly the prompt and gold answer the toy model is trained on."""
+    names = ["toy_math", "toy_reading", "toy_facts"]
+    tasks = evaluate.task_manager(names, yaml_dir).load(names)["tasks"]
+    for task, path in test_files.items():
+        lm_task = tasks[f"toy_{task}"]
+        for record in synthetic.read_jsonl(path):
+            assert lm_task.doc_to_text(record) == synthetic.prompt_text(task, record)
+        target = lm_task.doc_to_target(record)
+        expected = record["target"] if task == "math" else record["label"]
+        assert target == expected
+
+
+def test_evaluate_tiny_model(tiny, yaml_dir):
+    model, tokenizer = tiny
+    table = evaluate.evaluate(model, tokenizer, ["toy_math", "toy_reading", "toy_facts"],
+                              include_path=yaml_dir, limit=3, batch_size=4, max_gen_toks=8)
+    assert list(table.columns) == evaluate.COLUMNS
+    assert set(table["task"]) == {"toy_math", "toy_reading", "toy_facts"}
+    assert set(table["metric"]) >= {"exact_match,strict-match", "acc,none"}
+    assert table["value"].between(0, 1).all() and (table["n"] == 3).all()
+
+
+def test_task_manager_skips_builtins_for_local_tasks(yaml_dir):
+    """The toy tasks do not pay for indexing lm-eval's built-in tasks (tens of seconds)."""
+    manager = evaluate.task_manager(["toy_math"], yaml_dir)
+    assert "gsm8k" not in manager.all_tasks and "toy_math" in manager.all_tasks
+
+
+@pytest.mark.skipif(not GSM8K_TEST.is_file(),
+                    reason=f"real GSM8K test file absent ({GSM8K_TEST}); see ../shared/data")
+def test_evaluate_real_gsm8k_file(tiny, tmp_path):
+    config = evaluate.math_task_config("local_gsm8k", GSM8K_TEST, max_gen_toks=16)
+    (tmp_path / "local_gsm8k.yaml").write_text(yaml.safe_dump(config))
+    table = evaluate.evaluate(*tiny, ["local_gsm8k"], include_path=tmp_path, limit=2,
+                              batch_size=2)
+    row = table[table["metric"] == "exact_match,strict-match"].iloc[0]
+    assert row["n"] == 2 and 0 <= row["value"] <= 1
