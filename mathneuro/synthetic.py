@@ -23,7 +23,7 @@ Tasks
 ``"facts"`` (mirrors MMLU)
     Closed-book recall from a fixed knowledge base generated from the seed:
     invented creatures (``"the zorbel"``), each with a home, a colour, a food and a
-    sound. Every relation can be asked in three phrasings. For a fact that is in the
+    sound; ``ceil(n_test / 4)`` creatures (at least 16), so nearly every fact is tested. Every relation can be asked in three phrasings. For a fact that is in the
     test split, one phrasing is held out for the test question and the other two
     appear (with independent distractors) in training; facts not in the test split
     are trained in all phrasings. The model therefore learns every fact in training
@@ -108,6 +108,7 @@ ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z",
 VOWELS = ("a", "e", "i", "o", "u")
 CODAS = ("", "l", "n", "r", "x", "m", "s")
 N_CHOICES = 4
+MIN_ENTITIES = 16
 
 
 # ---------------------------------------------------------------- text formats
@@ -282,7 +283,7 @@ def _fact_record(rng: random.Random, record_id: str, fact: tuple[str, str, str],
 
 def _generate_facts(n_train: int, n_test: int, seed: int,
                     rng: random.Random) -> dict[str, list[Record]]:
-    n_entities = max(32, -(-n_test // len(FACT_RELATIONS)) * 2)
+    n_entities = max(MIN_ENTITIES, -(-n_test // len(FACT_RELATIONS)))
     facts = knowledge_base(seed, n_entities)
     test_facts = set(rng.sample(range(len(facts)), n_test))
     held_out = {i: rng.randrange(3) for i in sorted(test_facts)}

@@ -52,7 +52,9 @@ def build_tokenizer(texts: Iterable[str], *, vocab_size: int = 512):
     tok.post_processor = processors.TemplateProcessing(
         single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, tok.token_to_id(bos))])
     return PreTrainedTokenizerFast(tokenizer_object=tok, clean_up_tokenization_spaces=False,
-                                   model_max_length=1 << 30, **SPECIAL_TOKENS)
+                                   model_max_length=1 << 30,
+                                   model_input_names=["input_ids", "attention_mask"],
+                                   **SPECIAL_TOKENS)
 
 
 # ---------------------------------------------------------------- model
@@ -131,7 +133,8 @@ def train(model, tokenizer, texts: Sequence[str], *, steps: int = 1000, batch_si
     Batches draw texts at random (seeded): uniformly, or, given ``groups`` (lists of
     indices into ``texts``) and ``weights``, a group by weight and then ``batch_size``
     texts within that group.
-    Progress (step, loss, elapsed seconds) goes to ``log`` every ``log_every`` steps.
+    Progress (step, mean loss, elapsed wall and CPU seconds) goes to ``log`` every
+    ``log_every`` steps.
     """
     if not texts:
         raise ValueError("train() needs at least one text")
@@ -144,7 +147,7 @@ def train(model, tokenizer, texts: Sequence[str], *, steps: int = 1000, batch_si
                             betas=(0.9, 0.98))
     model.train()
     losses: list[float] = []
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for step in range(steps):
         for group in opt.param_groups:
             group["lr"] = _lr_at(step, steps, lr, warmup)
@@ -158,7 +161,8 @@ def train(model, tokenizer, texts: Sequence[str], *, steps: int = 1000, batch_si
         if (step + 1) % log_every == 0 or step + 1 == steps:
             window = losses[-log_every:]
             log(f"step {step + 1}/{steps} loss {sum(window) / len(window):.4f} "
-                f"elapsed {time.perf_counter() - start:.1f}s")
+                f"elapsed {time.perf_counter() - start:.1f}s "
+                f"(cpu {time.process_time() - cpu_start:.1f}s)")
     model.eval()
     return losses
 

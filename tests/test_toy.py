@@ -47,6 +47,7 @@ def test_tokenizer_round_trip(tokenizer, texts, tmp_path):
             assert ids[0] == tok.bos_token_id
             assert tok.decode(ids, skip_special_tokens=True) == text
     assert loaded(texts[0])["input_ids"] == tokenizer(texts[0])["input_ids"]
+    assert set(loaded(texts[0])) == {"input_ids", "attention_mask"}  # model(**tok(t)) works
 
 
 def test_tokenizer_special_tokens_and_digits(tokenizer):
