@@ -3,41 +3,44 @@
 Stages, one module each: ``targets`` (which matrices), ``collect`` (activation statistics),
 ``select`` (top-K by |W|·stat), ``masks`` (set algebra, random baseline, overlap, bit-packed
 storage), ``lape`` (entropy baseline), ``edit`` (prune/scale, restore, export), ``data``
-(texts from data set specs), ``synthetic`` / ``toy`` / ``evaluate`` (the embedded toy default and
-lm-eval), ``tables`` (the paper's tables).
+(texts from data set specs), ``models`` (loading), ``synthetic`` / ``toy`` / ``evaluate`` (the
+embedded toy default and lm-eval), ``tables`` / ``plots`` (the paper's tables).
+
+The names below are imported on first use, so that workflow jobs which need neither torch nor
+transformers (data generation, tables) start in a fraction of a second.
 """
 
-from mathneuro.collect import STATISTICS, ActivationStats, collect_statistics, scoped_hooks
-from mathneuro.edit import MaskEdit, apply_mask, export_model
-from mathneuro.lape import lape_mask
-from mathneuro.masks import ParameterMask, overlap, random_like
-from mathneuro.select import SCOPES, top_k
-from mathneuro.targets import Target, find_targets
+from importlib import import_module
 
-__all__ = [
-    "STATISTICS",
-    "SCOPES",
-    "ActivationStats",
-    "MaskEdit",
-    "ParameterMask",
-    "Target",
-    "apply_mask",
-    "collect_statistics",
-    "export_model",
-    "find_targets",
-    "lape_mask",
-    "load_texts",
-    "overlap",
-    "random_like",
-    "scoped_hooks",
-    "top_k",
-]
+_EXPORTS = {
+    "STATISTICS": "collect",
+    "ActivationStats": "collect",
+    "collect_statistics": "collect",
+    "scoped_hooks": "collect",
+    "MaskEdit": "edit",
+    "apply_mask": "edit",
+    "export_model": "edit",
+    "lape_mask": "lape",
+    "ParameterMask": "masks",
+    "overlap": "masks",
+    "random_like": "masks",
+    "SCOPES": "select",
+    "top_k": "select",
+    "Target": "targets",
+    "find_targets": "targets",
+    "load_texts": "data",
+}
+
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
-    # data.py pulls in `datasets`; import it only when asked for.
-    if name == "load_texts":
-        from mathneuro.data import load_texts
-
-        return load_texts
+    if name in _EXPORTS:
+        value = getattr(import_module(f"mathneuro.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'mathneuro' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

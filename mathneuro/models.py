@@ -14,8 +14,17 @@ import torch
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def offline() -> bool:
+OFFLINE_FLAGS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def is_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+
+
+def go_offline() -> None:
+    """Set the Hugging Face offline flags for this process: read the cache, never the network."""
+    for flag in OFFLINE_FLAGS:
+        os.environ[flag] = "1"
 
 
 def resolve_device(device: str) -> str:
@@ -32,21 +41,27 @@ def load_model(
     device: str = "auto",
     device_map: str | None = None,
     revision: str | None = None,
+    offline: bool = False,
 ):
-    """(model, tokenizer) in eval mode. ``device_map="auto"`` spreads a large model over GPUs."""
+    """(model, tokenizer) in eval mode. ``device_map="auto"`` spreads a large model over GPUs.
+
+    ``offline=True`` sets the Hugging Face offline flags first (compute nodes without internet).
+    """
+    if offline:
+        go_offline()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if dtype not in DTYPES:
         raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(DTYPES)}")
     local = Path(path).is_dir()
-    kwargs = {"revision": revision, "local_files_only": local or offline()}
+    kwargs = {"revision": revision, "local_files_only": local or is_offline()}
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(
             path, dtype=DTYPES[dtype], device_map=device_map, **kwargs
         )
     except OSError as err:
-        where = "the local folder" if local else "the Hugging Face cache (offline mode)" if offline() else "the hub"
+        where = "the local folder" if local else "the Hugging Face cache (offline mode)" if is_offline() else "the hub"
         raise OSError(
             f"cannot load model {path!r} from {where}: {err}. On an offline node, prefetch it first "
             "on a machine with internet (snakemake prefetch, see README)."

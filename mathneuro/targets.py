@@ -16,11 +16,6 @@ from typing import Sequence
 import torch
 from torch import nn
 
-try:  # transformers' GPT-2 style linear layer; absent in very old releases
-    from transformers.pytorch_utils import Conv1D
-except ImportError:  # pragma: no cover - transformers is a hard dependency
-    Conv1D = ()  # type: ignore[assignment,misc]
-
 DEFAULT_INCLUDE: tuple[str, ...] = (r"\.\d+\.",)  # inside a numbered block
 DEFAULT_EXCLUDE: tuple[str, ...] = (r"lm_head", r"embed", r"\bwte\b", r"\bwpe\b")
 _LAYER_INDEX = re.compile(r"\.(\d+)\.")
@@ -66,19 +61,28 @@ class Target:
         return weight * (stat[:, None] if self.transposed else stat[None, :])
 
 
+def is_conv1d(module: nn.Module) -> bool:
+    """transformers' ``Conv1D``, recognised without importing transformers (seconds per job)."""
+    cls = type(module)
+    return cls.__name__ == "Conv1D" and cls.__module__.startswith("transformers.") and hasattr(module, "nf")
+
+
 def is_linear(module: nn.Module) -> bool:
-    return isinstance(module, nn.Linear) or (bool(Conv1D) and isinstance(module, Conv1D))
+    return isinstance(module, nn.Linear) or is_conv1d(module)
 
 
 def find_targets(
     model: nn.Module,
-    include: Sequence[str] = DEFAULT_INCLUDE,
-    exclude: Sequence[str] = DEFAULT_EXCLUDE,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
 ) -> list[Target]:
     """All linear maps of ``model`` whose name matches an ``include`` and no ``exclude`` pattern.
 
-    Raises ValueError when nothing matches: a model with no target layers cannot be scored.
+    ``None`` means the defaults (``DEFAULT_INCLUDE``, ``DEFAULT_EXCLUDE``). Raises ValueError
+    when nothing matches: a model with no target layers cannot be scored.
     """
+    include = DEFAULT_INCLUDE if include is None else include
+    exclude = DEFAULT_EXCLUDE if exclude is None else exclude
     includes = [re.compile(p) for p in include]
     excludes = [re.compile(p) for p in exclude]
     param_names = {id(p): n for n, p in model.named_parameters()}  # shared weights appear once

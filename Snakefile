@@ -1,0 +1,34 @@
+"""MathNeuro as a cached Snakemake workflow: activations -> top-K -> masks -> edits -> lm-eval -> tables.
+
+Default: the embedded toy (config.yaml). Real models: `--configfile configs/<model>.yaml`,
+which replaces the default instead of merging with it. See README.md.
+"""
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/model.smk"
+include: "rules/collect.smk"
+include: "rules/select.smk"
+include: "rules/evaluate.smk"
+include: "rules/aggregate.smk"
+include: "rules/prefetch.smk"
+
+
+localrules:
+    all,
+
+
+rule all:
+    default_target: True
+    input:
+        final_outputs(),

@@ -1,0 +1,125 @@
+"""The paper's tables as tidy pandas frames: pruning, scaling, consistency, layers, share.
+
+Every table has one row per result with typed identifying columns (model, method, control, k,
+k_fraction, edit, factor, n_samples, seed, ...) and, for each, a summary over repeats (seeds):
+mean, standard deviation, min, max and the number of repeats.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+if TYPE_CHECKING:  # masks pull in torch; the table jobs that do not need it start faster
+    from mathneuro.masks import ParameterMask
+
+
+_LAYER = re.compile(r"\.(\d+)\.")
+EVAL_MEASURES = ["value", "stderr", "base_value", "change", "relative_change"]
+
+
+def parameter_location(name: str) -> tuple[int | None, str]:
+    """(block index, module type) of a parameter name such as ``model.layers.3.mlp.up_proj.weight``."""
+    match = _LAYER.search(f".{name}.")
+    parts = name.split(".")
+    module = parts[-2] if parts[-1] in ("weight", "bias") and len(parts) > 1 else parts[-1]
+    return (int(match.group(1)) if match else None), module
+
+
+def mask_counts(mask: ParameterMask, *, model_parameters: int, **labels) -> pd.DataFrame:
+    """One row per matrix: selected entries, matrix size, and where the matrix sits."""
+    rows = []
+    for name, selected in mask.counts().items():
+        layer, module = parameter_location(name)
+        rows.append({"parameter": name, "layer": layer, "module": module, "selected": selected,
+                     "numel": mask[name].numel()})
+    frame = pd.DataFrame(rows).astype({"layer": "Int64", "selected": "int64", "numel": "int64"})
+    for key, value in labels.items():
+        frame[key] = value
+    frame["model_parameters"] = int(model_parameters)
+    return frame
+
+
+def pair_overlaps(masks: Mapping[int, ParameterMask], **labels) -> pd.DataFrame:
+    """Overlap of every pair of independently identified sets (keys are the draws' seeds)."""
+    from mathneuro.masks import overlap
+
+    rows = []
+    for seed_a, seed_b in itertools.combinations(sorted(masks), 2):
+        stats = overlap(masks[seed_a], masks[seed_b])
+        for metric in ("jaccard", "overlap_rate", "overlap_coefficient"):
+            rows.append({**labels, "seed_a": seed_a, "seed_b": seed_b, "metric": metric,
+                         "value": float(stats[metric]), "size_a": stats["size_a"], "size_b": stats["size_b"],
+                         "intersection": stats["intersection"]})
+    return pd.DataFrame(rows)
+
+
+def with_baseline(evaluations: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
+    """Add each result's unedited value (same model, suite, task, metric) and the change from it."""
+    keys = ["model", "suite", "task", "metric"]
+    reference = base[keys + ["value"]].rename(columns={"value": "base_value"})
+    merged = evaluations.merge(reference, on=keys, how="left", validate="many_to_one")
+    merged["change"] = merged["value"] - merged["base_value"]
+    merged["relative_change"] = merged["change"] / merged["base_value"].where(merged["base_value"] != 0)
+    return merged
+
+
+def layer_table(counts: pd.DataFrame) -> pd.DataFrame:
+    """Selected parameters per (mask, layer, module type), and their share of the matrix and the mask."""
+    keys = ["model", "method", "control", "k", "k_fraction", "n_samples", "seed"]
+    grouped = counts.groupby(keys + ["layer", "module"], dropna=False, as_index=False)[["selected", "numel"]].sum()
+    grouped["share_of_matrices"] = grouped["selected"] / grouped["numel"]
+    total = grouped.groupby(keys, dropna=False)["selected"].transform("sum")
+    grouped["share_of_selected"] = grouped["selected"] / total.where(total != 0)
+    return grouped
+
+
+def share_table(counts: pd.DataFrame) -> pd.DataFrame:
+    """Selected parameters as a share of the scored matrices and of all the model's parameters."""
+    keys = ["model", "method", "control", "k", "k_fraction", "n_samples", "seed"]
+    table = counts.groupby(keys, dropna=False, as_index=False).agg(
+        selected=("selected", "sum"), target_parameters=("numel", "sum"), model_parameters=("model_parameters", "first")
+    )
+    table["share_of_targets"] = table["selected"] / table["target_parameters"]
+    table["share_of_model"] = table["selected"] / table["model_parameters"]
+    return table
+
+
+def summarize(table: pd.DataFrame, measures: Sequence[str], over: Sequence[str] = ("seed",)) -> pd.DataFrame:
+    """Mean, std, min, max of ``measures`` over the repeats in columns ``over``; one row per group."""
+    keys = [c for c in table.columns if c not in set(measures) | set(over)]
+    grouped = table.groupby(keys, dropna=False)
+    summary = grouped[list(measures)].agg(["mean", "std", "min", "max"])
+    summary.columns = [f"{measure}_{stat}" for measure, stat in summary.columns]
+    summary["n_repeats"] = grouped.size()
+    return summary.reset_index()
+
+
+def build_tables(
+    evaluations: pd.DataFrame,
+    counts: pd.DataFrame,
+    consistency: pd.DataFrame,
+    *,
+    pruning_edit: str,
+    scaling_edits: Sequence[str],
+) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    """All five tables, each as (per-repeat table, summary over repeats)."""
+    base = evaluations[evaluations["method"] == "base"]
+    edited = with_baseline(evaluations[evaluations["method"] != "base"], base)
+    pruning = edited[edited["edit"] == pruning_edit].reset_index(drop=True)
+    scaling = edited[edited["edit"].isin(list(scaling_edits))].reset_index(drop=True)
+    counts = counts.drop_duplicates(subset=["model", "method", "control", "k", "n_samples", "seed", "parameter"])
+    layers, share = layer_table(counts), share_table(counts)
+    return {
+        "pruning": (pruning, summarize(pruning, EVAL_MEASURES)),
+        "scaling": (scaling, summarize(scaling, EVAL_MEASURES)),
+        "consistency": (consistency, summarize(consistency, ["value", "size_a", "size_b", "intersection"],
+                                               over=("seed_a", "seed_b"))),
+        "layers": (layers, summarize(layers, ["selected", "numel", "share_of_matrices", "share_of_selected"])),
+        "share": (share, summarize(share, ["selected", "target_parameters", "model_parameters",
+                                           "share_of_targets", "share_of_model"])),
+    }

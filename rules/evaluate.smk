@@ -1,0 +1,82 @@
+"""Stage 3: edit (prune/scale) on load and evaluate with lm-eval, per variant and task suite.
+
+The edit is applied in memory when the model is loaded (`apply_mask`): no edited checkpoint is
+written per variant (at 8B that would be 16 GB each); `export_model` writes one on request.
+"""
+
+
+rule evaluate_base:
+    input:
+        model=model_input,
+        tasks=suite_task_files,
+    output:
+        base_eval_path("{model}", "{suite}"),
+    log:
+        "logs/evaluate/{model}/base/{suite}.log",
+    benchmark:
+        f"{R}/benchmarks/evaluate/{{model}}/base/{{suite}}.tsv"
+    conda:
+        "../envs/mathneuro.yaml"
+    threads: model_threads
+    resources:
+        gpu=gpus,
+        mem_mb=gpu_mem_mb,
+        runtime=runtime_min(30),
+    params:
+        model=model_params,
+        suite=lambda wc: EVAL["suites"][wc.suite],
+        include_path=EVAL.get("include_path"),
+        batch_size=lambda wc: model_config(wc.model).get("eval_batch_size", 16),
+        factor=None,
+        labels=lambda wc: {"model": wc.model, "suite": wc.suite, "method": "base"},
+    script:
+        "../workflow_scripts/evaluate.py"
+
+
+rule evaluate:
+    input:
+        model=model_input,
+        tasks=suite_task_files,
+        mask=lambda wc: mask_path(wc.model, wc.method, wc.control, wc.n, wc.seed, wc.k),
+    output:
+        eval_path(
+            "{model}",
+            "{method}",
+            "{control}",
+            "{n}",
+            "{seed}",
+            "{k}",
+            "{edit}",
+            "{suite}",
+        ),
+    log:
+        "logs/evaluate/{model}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}/{suite}.log",
+    benchmark:
+        f"{R}/benchmarks/evaluate/{{model}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}/{{suite}}.tsv"
+    conda:
+        "../envs/mathneuro.yaml"
+    threads: model_threads
+    resources:
+        gpu=gpus,
+        mem_mb=gpu_mem_mb,
+        runtime=runtime_min(30),
+    params:
+        model=model_params,
+        suite=lambda wc: EVAL["suites"][wc.suite],
+        include_path=EVAL.get("include_path"),
+        batch_size=lambda wc: model_config(wc.model).get("eval_batch_size", 16),
+        factor=lambda wc: EDITS[wc.edit],
+        labels=lambda wc: {
+            "model": wc.model,
+            "suite": wc.suite,
+            "method": wc.method,
+            "control": wc.control,
+            "n_samples": int(wc.n),
+            "seed": int(wc.seed),
+            "k": wc.k,
+            "k_fraction": K.get(wc.k),
+            "edit": wc.edit,
+            "factor": EDITS[wc.edit],
+        },
+    script:
+        "../workflow_scripts/evaluate.py"

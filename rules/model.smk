@@ -1,0 +1,52 @@
+"""The toy model: trained on the synthetic tasks when a model's path is `toy`."""
+
+
+rule train_toy_model:
+    input:
+        train=lambda wc: [
+            f"{R}/data/synthetic/{t}/train.jsonl" for t in synthetic_tasks()
+        ],
+    output:
+        directory(f"{R}/models/{{model}}"),
+    log:
+        "logs/train_toy_model/{model}.log",
+    benchmark:
+        f"{R}/benchmarks/train_toy_model/{{model}}.tsv"
+    conda:
+        "../envs/mathneuro.yaml"
+    threads: 2
+    resources:
+        gpu=0,
+        mem_mb=4000,
+        runtime=30,
+    params:
+        tasks=synthetic_tasks(),
+        hyperparameters=config.get("toy_model", {}),
+    script:
+        "../workflow_scripts/train_toy_model.py"
+
+
+rule export_model:
+    """On request only: the edited model as a Hugging Face checkpoint (safetensors)."""
+    input:
+        model=model_input,
+        mask=lambda wc: mask_path(wc.model, wc.method, wc.control, wc.n, wc.seed, wc.k),
+    output:
+        directory(
+            f"{R}/{{model}}/export/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}"
+        ),
+    log:
+        "logs/export_model/{model}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}.log",
+    benchmark:
+        f"{R}/benchmarks/export_model/{{model}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}.tsv"
+    conda:
+        "../envs/mathneuro.yaml"
+    threads: 1
+    resources:
+        mem_mb=cpu_mem_mb,
+        runtime=runtime_min(10),
+    params:
+        model=model_params,
+        factor=lambda wc: EDITS[wc.edit],
+    script:
+        "../workflow_scripts/export_model.py"

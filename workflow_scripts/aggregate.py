@@ -1,0 +1,25 @@
+"""Concatenate per-job results into the paper's tables (tidy Parquet) and their summaries."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from mathneuro.logs import log_to
+from mathneuro.tables import build_tables
+
+with log_to(snakemake.log[0]) as log:
+    params, inputs, output = snakemake.params, snakemake.input, snakemake.output
+    read = lambda paths: pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)  # noqa: E731
+    tables = build_tables(
+        read(inputs.evaluations),
+        read(inputs.counts),
+        read(inputs.consistency),
+        pruning_edit=params.pruning_edit,
+        scaling_edits=params.scaling_edits,
+    )
+    table_paths = {Path(p).stem: p for p in output.tables}
+    summary_paths = {Path(p).stem.removesuffix("_summary"): p for p in output.summaries}
+    for name, (table, summary) in tables.items():
+        table.to_parquet(table_paths[name], index=False)
+        summary.to_parquet(summary_paths[name], index=False)
+        log.info("%s: %d rows, summary %d rows", name, len(table), len(summary))

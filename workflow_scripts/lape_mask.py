@@ -1,0 +1,21 @@
+"""LAPE baseline: skill-specific MLP neurons by activation-probability entropy, as a weight mask."""
+
+import torch
+
+from mathneuro import ActivationStats, find_targets, lape_mask
+from mathneuro.logs import log_to
+from mathneuro.models import load_model
+from mathneuro.tables import mask_counts
+
+with log_to(snakemake.log[0]) as log:
+    params, inputs = snakemake.params, snakemake.input
+    torch.set_num_threads(snakemake.threads)
+    model, _ = load_model(**{**params.model, "device": "cpu", "device_map": None})
+    stats = {params.skill: ActivationStats.load(inputs.skill), params.labels["control"]: ActivationStats.load(inputs.control)}
+    targets = find_targets(model, include=params.include, exclude=params.exclude)
+    mask = lape_mask(model, stats, params.skill, targets=targets, **params.settings)
+    mask.save(snakemake.output.mask)
+    labels = {**params.labels, "method": "lape", "k": params.k, "k_fraction": None}
+    counts = mask_counts(mask, model_parameters=sum(p.numel() for p in model.parameters()), **labels)
+    counts.to_parquet(snakemake.output.counts, index=False)
+    log.info("LAPE: %d parameters of %d", mask.count(), mask.numel())

@@ -1,0 +1,19 @@
+"""Fill the Hugging Face cache with every model, data set and lm-eval task the config names."""
+
+from mathneuro.logs import log_to
+
+with log_to(snakemake.log[0]) as log:
+    import datasets
+    from huggingface_hub import snapshot_download
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    params = snakemake.params
+    for model in params.models:
+        path = snapshot_download(model["path"], revision=model["revision"])
+        log.info("model %s -> %s", model["path"], path)
+    for spec in params.datasets:
+        datasets.load_dataset(spec["path"], spec.get("name"))
+        log.info("data set %s (%s)", spec["path"], spec.get("name"))
+    if params.tasks:
+        get_task_dict(list(params.tasks), TaskManager(include_path=params.include_path))
+        log.info("lm-eval tasks %s", params.tasks)
