@@ -20,6 +20,11 @@ if TYPE_CHECKING:  # masks pull in torch; the table jobs that do not need it sta
 
 _LAYER = re.compile(r"\.(\d+)\.")
 EVAL_MEASURES = ["value", "stderr", "base_value", "change", "relative_change"]
+EVAL_COLUMNS = {  # column -> dtype of the pruning and scaling tables, in this order
+    "model": "string", "method": "string", "control": "string", "k": "string", "k_fraction": "float64",
+    "edit": "string", "factor": "float64", "n_samples": "Int64", "seed": "Int64", "suite": "string",
+    "task": "string", "metric": "string", "n": "Int64", "value": "float64", "stderr": "float64",
+}
 
 
 def parameter_location(name: str) -> tuple[int | None, str]:
@@ -108,6 +113,7 @@ def build_tables(
     scaling_edits: Sequence[str],
 ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
     """All five tables, each as (per-repeat table, summary over repeats)."""
+    evaluations = evaluations.reindex(columns=list(EVAL_COLUMNS)).astype(EVAL_COLUMNS)
     base = evaluations[evaluations["method"] == "base"]
     edited = with_baseline(evaluations[evaluations["method"] != "base"], base)
     pruning = edited[edited["edit"] == pruning_edit].reset_index(drop=True)
