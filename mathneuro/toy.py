@@ -81,21 +81,36 @@ def make_model(vocab_size: int, *, hidden_size: int = 128, num_layers: int = 4,
 
 
 # ---------------------------------------------------------------- training
-def _encode(tokenizer, texts: Sequence[str], max_length: int) -> list[list[int]]:
-    """Tokenize ``texts`` as ``<s> text </s>``, truncated to ``max_length`` tokens."""
-    ids = tokenizer(list(texts), add_special_tokens=True)["input_ids"]
-    return [(row + [tokenizer.eos_token_id])[:max_length] for row in ids]
+Row = tuple[list[int], int]  # token ids, number of leading tokens without loss
 
 
-def _collate(rows: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
-    """Right-pad ``rows``; padded positions are masked out of attention and loss."""
-    width = max(len(r) for r in rows)
+def _encode(tokenizer, texts: Sequence[str], max_length: int,
+            prompt_chars: Sequence[int] | None = None) -> list[Row]:
+    """Tokenize ``texts`` as ``<s> text </s>`` (truncated to ``max_length`` tokens).
+
+    With ``prompt_chars``, the tokens lying within the first ``prompt_chars[i]``
+    characters of text ``i`` (and ``<s>``) are marked as prompt: they get no loss.
+    """
+    enc = tokenizer(list(texts), add_special_tokens=True, return_offsets_mapping=True)
+    rows = []
+    for i, (ids, offsets) in enumerate(zip(enc["input_ids"], enc["offset_mapping"])):
+        n_prompt = 0
+        if prompt_chars is not None:
+            n_prompt = 1 + sum(1 for start, end in offsets[1:] if end <= prompt_chars[i])
+        rows.append(((ids + [tokenizer.eos_token_id])[:max_length], n_prompt))
+    return rows
+
+
+def _collate(rows: list[Row], pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad ``rows``; padding and prompt tokens are excluded from the loss."""
+    width = max(len(ids) for ids, _ in rows)
     input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):
-        input_ids[i, : len(row)] = torch.tensor(row)
-        mask[i, : len(row)] = 1
-    labels = input_ids.masked_fill(mask == 0, -100)
+    labels = torch.full((len(rows), width), -100, dtype=torch.long)
+    for i, (ids, n_prompt) in enumerate(rows):
+        input_ids[i, : len(ids)] = torch.tensor(ids)
+        mask[i, : len(ids)] = 1
+        labels[i, n_prompt: len(ids)] = input_ids[i, n_prompt: len(ids)]
     return {"input_ids": input_ids, "attention_mask": mask, "labels": labels}
 
 
@@ -126,19 +141,20 @@ def _batch_sampler(groups: Sequence[Sequence[int]], weights: Sequence[float],
 def train(model, tokenizer, texts: Sequence[str], *, steps: int = 1000, batch_size: int = 32,
           lr: float = 3e-3, seed: int = 0, warmup: int = 100, weight_decay: float = 0.01,
           max_length: int = 256, groups: Sequence[Sequence[int]] | None = None,
-          weights: Sequence[float] | None = None, log_every: int = 100,
-          log: Log = print) -> list[float]:
+          weights: Sequence[float] | None = None, prompt_chars: Sequence[int] | None = None,
+          log_every: int = 100, log: Log = print) -> list[float]:
     """Train ``model`` with AdamW on ``texts``; return the loss of every step.
 
     Batches draw texts at random (seeded): uniformly, or, given ``groups`` (lists of
     indices into ``texts``) and ``weights``, a group by weight and then ``batch_size``
-    texts within that group.
+    texts within that group. With ``prompt_chars`` (per text: how many leading
+    characters are prompt) the loss covers only the rest of each text (the answer).
     Progress (step, mean loss, elapsed wall and CPU seconds) goes to ``log`` every
     ``log_every`` steps.
     """
     if not texts:
         raise ValueError("train() needs at least one text")
-    rows = _encode(tokenizer, texts, max_length)
+    rows = _encode(tokenizer, texts, max_length, prompt_chars)
     groups = groups or [range(len(texts))]
     weights = weights or [1.0] * len(groups)
     draw = _batch_sampler(groups, weights, batch_size, random.Random(seed))
@@ -175,48 +191,62 @@ def _load_records(source: str | Path | Sequence[Mapping[str, Any]]) -> list[Mapp
     return list(source)
 
 
-def task_texts(train_files: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Map task -> training texts from ``{task: path or records}`` (train splits)."""
+def task_texts(train_files: Mapping[str, Any]) -> dict[str, list[tuple[str, int]]]:
+    """Map task -> ``(training text, prompt length in characters)`` per train record.
+
+    ``train_files`` maps task name to a train-split JSON-lines path or a list of records.
+    """
     out = {}
     for task, source in train_files.items():
         synthetic.check_task(task)
-        out[task] = [synthetic.training_text(task, r) for r in _load_records(source)]
+        out[task] = [(synthetic.training_text(task, r), len(synthetic.prompt_text(task, r)))
+                     for r in _load_records(source)]
     return out
 
 
-DEFAULT_MIX = {"math": 0.5, "reading": 0.25, "facts": 0.25}
+DEFAULT_MIX = {"math": 0.4, "reading": 0.4, "facts": 0.2}
+LOSS_ON = ("answer", "all")
+
+
+def _task_groups(by_task: Mapping[str, Sequence[Any]]) -> list[range]:
+    """Index ranges of each task's texts in the concatenation (tasks in given order)."""
+    groups, start = [], 0
+    for items in by_task.values():
+        groups.append(range(start, start + len(items)))
+        start += len(items)
+    return groups
 
 
 def train_toy(train_files: Mapping[str, Any], out_dir: str | Path, *,
-              hidden_size: int = 128, num_layers: int = 4, num_heads: int = 4,
-              intermediate_size: int = 512, max_position_embeddings: int = 256,
-              vocab_size: int = 512, steps: int = 3000, batch_size: int = 32,
+              hidden_size: int = 128, num_layers: int = 3, num_heads: int = 4,
+              intermediate_size: int = 384, max_position_embeddings: int = 256,
+              vocab_size: int = 512, steps: int = 2000, batch_size: int = 32,
               lr: float = 3e-3, warmup: int = 100, weight_decay: float = 0.01,
-              mix: Mapping[str, float] | None = None, num_threads: int | None = 2,
-              log_every: int = 100, seed: int = 0, log: Log = print) -> None:
+              mix: Mapping[str, float] | None = None, loss_on: str = "answer",
+              num_threads: int | None = 1, log_every: int = 100, seed: int = 0,
+              log: Log = print) -> None:
     """Build tokenizer + model, train on the tasks' train splits, save both to ``out_dir``.
 
     ``train_files`` maps task name to a train-split JSON-lines path (or a list of
-    records). ``mix`` gives each task's share of the sampled training texts (default
-    ``DEFAULT_MIX``, renormalised over the tasks given). ``num_threads`` sets
-    ``torch.set_num_threads`` (``None`` leaves it alone).
+    records). Each batch holds texts of one task, drawn with probability ``mix[task]``
+    (default ``DEFAULT_MIX``, renormalised over the tasks given). ``loss_on="answer"``
+    trains on the answer only (the prompt gets no loss), ``"all"`` on the whole text.
+    ``num_threads`` sets ``torch.set_num_threads`` (``None`` leaves it alone).
     """
+    if loss_on not in LOSS_ON:
+        raise ValueError(f"loss_on must be one of {LOSS_ON}, got {loss_on!r}")
     if num_threads is not None:
         torch.set_num_threads(num_threads)
-    by_task = task_texts(train_files)
-    tasks = sorted(by_task)
-    texts = [t for task in tasks for t in by_task[task]]
-    offsets = [0]
-    for task in tasks:
-        offsets.append(offsets[-1] + len(by_task[task]))
-    groups = [range(offsets[i], offsets[i + 1]) for i in range(len(tasks))]
+    by_task = dict(sorted(task_texts(train_files).items()))
     mix = dict(DEFAULT_MIX if mix is None else mix)
-    weights = [float(mix.get(task, 0.0)) for task in tasks]
+    weights = [float(mix.get(task, 0.0)) for task in by_task]
     if sum(weights) <= 0:
-        raise ValueError(f"mix {mix} gives no weight to any of the tasks {tasks}")
+        raise ValueError(f"mix {mix} gives no weight to any of the tasks {list(by_task)}")
+    examples = [e for items in by_task.values() for e in items]
+    texts = [text for text, _ in examples]
     tokenizer = build_tokenizer(texts, vocab_size=vocab_size)
     log(f"tokenizer: {len(tokenizer)} tokens; texts: "
-        + ", ".join(f"{t}={len(by_task[t])}" for t in tasks))
+        + ", ".join(f"{t}={len(v)}" for t, v in by_task.items()))
     model = make_model(len(tokenizer), hidden_size=hidden_size, num_layers=num_layers,
                        num_heads=num_heads, intermediate_size=intermediate_size,
                        max_position_embeddings=max_position_embeddings, seed=seed,
@@ -224,7 +254,9 @@ def train_toy(train_files: Mapping[str, Any], out_dir: str | Path, *,
     log(f"model: {sum(p.numel() for p in model.parameters()):,} parameters")
     train(model, tokenizer, texts, steps=steps, batch_size=batch_size, lr=lr, seed=seed,
           warmup=warmup, weight_decay=weight_decay, max_length=max_position_embeddings,
-          groups=groups, weights=weights, log_every=log_every, log=log)
+          groups=_task_groups(by_task), weights=weights,
+          prompt_chars=[n for _, n in examples] if loss_on == "answer" else None,
+          log_every=log_every, log=log)
     out_dir = Path(out_dir)
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)

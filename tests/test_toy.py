@@ -84,6 +84,18 @@ def test_training_lowers_loss(tokenizer, texts):
     assert len(messages) == 2 and "step 40/40" in messages[-1] and "elapsed" in messages[-1]
 
 
+def test_answer_only_loss_masks_the_prompt(tokenizer, records):
+    record = records["math"][0]
+    text = synthetic.training_text("math", record)
+    prompt = synthetic.prompt_text("math", record)
+    (ids, n_prompt), = toy._encode(tokenizer, [text], 256, [len(prompt)])
+    assert tokenizer.decode(ids[:n_prompt], skip_special_tokens=True) == prompt
+    assert tokenizer.decode(ids[n_prompt:], skip_special_tokens=True) == " " + record["answer"]
+    labels = toy._collate([(ids, n_prompt), (ids[:5], 0)], tokenizer.pad_token_id)["labels"]
+    assert (labels[0, :n_prompt] == -100).all() and (labels[0, n_prompt:] >= 0).all()
+    assert (labels[1, :5] >= 0).all() and (labels[1, 5:] == -100).all()
+
+
 def _train_toy(records, out_dir):
     toy.train_toy(records, out_dir, steps=8, batch_size=4, warmup=2, seed=5, num_threads=None,
                   log=lambda _: None, **TINY)
@@ -114,3 +126,5 @@ def test_train_toy_rejects_bad_input(records, tmp_path):
         toy.train_toy({"poetry": records["math"]}, tmp_path, steps=1, **TINY)
     with pytest.raises(ValueError, match="no weight"):
         toy.train_toy(records, tmp_path, steps=1, mix={"chess": 1.0}, **TINY)
+    with pytest.raises(ValueError, match="loss_on"):
+        toy.train_toy(records, tmp_path, steps=1, loss_on="prompt", **TINY)
