@@ -65,6 +65,7 @@ stop_by_pidfile munged "$state/munge/munged.pid"
 # still points at this cluster.
 if [[ -L /run/slurm/conf && "$(readlink /run/slurm/conf)" == "$state/etc" ]]; then
     rm -f /run/slurm/conf
+    rmdir /run/slurm 2>/dev/null || true # only if nothing else is in it
 fi
 log "done (logs kept in $state)"
 exit "$rc"
