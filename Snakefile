@@ -4,14 +4,17 @@ Default: the embedded toy (config.yaml). Real models: `--configfile configs/<mod
 which replaces the default instead of merging with it. See README.md.
 """
 
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
+# The default sits beside this file, whatever --directory says.
 if not workflow.overwrite_configfiles:
 
-    configfile: "config.yaml"
+    configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
 include: "rules/common.smk"

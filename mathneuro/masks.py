@@ -53,7 +53,7 @@ class ParameterMask(Mapping[str, torch.Tensor]):
 
     def counts(self) -> dict[str, int]:
         """Selected entries per matrix."""
-        return {name: int(mask.sum()) for name, mask in self._masks.items()}
+        return {name: int(mask.count_nonzero()) for name, mask in self._masks.items()}
 
     def count(self) -> int:
         return sum(self.counts().values())

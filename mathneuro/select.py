@@ -53,7 +53,7 @@ def top_k_flat(scores: torch.Tensor, k: int) -> torch.Tensor:
         return torch.ones(n, dtype=torch.bool, device=scores.device)
     threshold = torch.kthvalue(scores, n - k + 1).values
     mask = scores > threshold
-    ties = (scores == threshold).nonzero().squeeze(1)[: k - int(mask.sum())]
+    ties = (scores == threshold).nonzero().squeeze(1)[: k - int(mask.count_nonzero())]
     mask[ties] = True
     return mask
 
