@@ -16,7 +16,20 @@ SKILL = ID["skill"]
 CONTROLS = ID["controls"]
 N_MAIN = ID["n_samples"]
 SEEDS = ID["seeds"]
-K = ID["k"]  # label -> fraction of each matrix
+
+
+def canonical(value):
+    """Dicts with sorted keys, recursively: reordering the config must not rerun jobs."""
+    if isinstance(value, dict):
+        return {key: canonical(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [canonical(item) for item in value]
+    return value
+
+
+K = dict(
+    sorted(ID["k"].items(), key=lambda item: item[1])
+)  # label -> fraction, smallest first
 EDITS = config["edits"]  # label -> weight factor
 LAPE_K = (
     "auto"  # LAPE picks its own neurons (top_rate), so it has one mask, not one per K
@@ -217,7 +230,7 @@ def runtime_min(per_billion, floor=10):
 
 
 def dataset_spec(dataset, n, seed):
-    return {**config["datasets"][dataset], "n": int(n), "seed": int(seed)}
+    return canonical({**config["datasets"][dataset], "n": int(n), "seed": int(seed)})
 
 
 def dataset_input(wildcards):
@@ -227,7 +240,11 @@ def dataset_input(wildcards):
 
 
 def synthetic_tasks():
-    return list(config.get("synthetic", {}).get("tasks", {}))
+    return sorted(config.get("synthetic", {}).get("tasks", {}))
+
+
+def suite(wildcards):
+    return canonical(EVAL["suites"][wildcards.suite])
 
 
 def suite_task_files(wildcards):

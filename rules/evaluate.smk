@@ -24,7 +24,7 @@ rule evaluate_base:
         runtime=runtime_min(30),
     params:
         model=model_params,
-        suite=lambda wc: EVAL["suites"][wc.suite],
+        suite=suite,
         include_path=EVAL.get("include_path"),
         batch_size=lambda wc: model_config(wc.model).get("eval_batch_size", 16),
         factor=None,
@@ -62,7 +62,7 @@ rule evaluate:
         runtime=runtime_min(30),
     params:
         model=model_params,
-        suite=lambda wc: EVAL["suites"][wc.suite],
+        suite=suite,
         include_path=EVAL.get("include_path"),
         batch_size=lambda wc: model_config(wc.model).get("eval_batch_size", 16),
         factor=lambda wc: EDITS[wc.edit],

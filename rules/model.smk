@@ -21,7 +21,7 @@ rule train_toy_model:
         runtime=30,
     params:
         tasks=synthetic_tasks(),
-        hyperparameters=config.get("toy_model", {}),
+        hyperparameters=canonical(config.get("toy_model", {})),
     script:
         "../workflow_scripts/train_toy_model.py"
 

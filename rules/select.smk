@@ -75,7 +75,7 @@ rule lape_mask:
         model=model_params,
         skill=SKILL,
         k=LAPE_K,
-        settings=config.get("lape", {}),
+        settings=canonical(config.get("lape", {})),
         include=ID.get("include"),
         exclude=ID.get("exclude"),
         labels=lambda wc: {

@@ -41,7 +41,7 @@ def variant_config(tmp_path: Path, name: str, change) -> Path:
     config = yaml.safe_load(TINY.read_text())
     change(config)
     path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(config))
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 
 
