@@ -15,10 +15,13 @@ Tasks
     ``(operation, a, b)`` triple of the test split occurs in the train split.
 
 ``"reading"`` (mirrors RACE)
-    A short story of a few sentences about invented people, followed by one
-    question about a detail of it. The correct answer and (most) distractors all
-    occur in the story, so the model must read the story to answer. Train and test
-    stories are drawn independently and no test prompt occurs in the train split.
+    A short story of two to four sentences, each about a different person and a
+    different kind of detail (where they went, their pet, the colour of their coat,
+    what they ate), followed by one question about one detail. Details are drawn at
+    random per story, so the answer cannot be memorised: the model must find it in
+    the story. The three distractors are details of the same kind that are not in
+    the story. Train and test stories are drawn independently and no test prompt
+    occurs in the train split.
 
 ``"facts"`` (mirrors MMLU)
     Closed-book recall from a fixed knowledge base generated from the seed:
@@ -227,16 +230,16 @@ def _mc_record(record_id: str, question: str, correct: str, distractors: list[st
 
 
 def _reading_record(rng: random.Random, split: str, index: int) -> Record:
-    relation = rng.choice(sorted(READING_RELATIONS))
-    sentence, ask, values = READING_RELATIONS[relation]
-    n_people = rng.randint(3, 4)
+    """A story of 2-4 people, each with a fact of a different kind; ask about one."""
+    n_people = rng.randint(2, len(READING_RELATIONS))
+    relations = rng.sample(sorted(READING_RELATIONS), n_people)
     people = rng.sample(NAMES, n_people)
-    story_values = rng.sample(values, n_people)
-    story = " ".join(sentence.format(name=p, value=v) for p, v in zip(people, story_values))
+    story_values = [rng.choice(READING_RELATIONS[r][2]) for r in relations]
+    story = " ".join(READING_RELATIONS[r][0].format(name=p, value=v)
+                     for r, p, v in zip(relations, people, story_values))
     asked = rng.randrange(n_people)
-    others = [v for i, v in enumerate(story_values) if i != asked]
-    outside = [v for v in values if v not in story_values]
-    distractors = rng.sample(others, min(2, len(others))) + rng.sample(outside, 1)
+    _, ask, values = READING_RELATIONS[relations[asked]]
+    distractors = rng.sample([v for v in values if v != story_values[asked]], N_CHOICES - 1)
     question = f"{story}\nQuestion: {ask.format(name=people[asked])}"
     return _mc_record(f"reading-{split}-{index:05d}", question, story_values[asked],
                       distractors, rng)
