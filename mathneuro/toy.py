@@ -7,6 +7,15 @@ first digit of a number carries the leading space, ``"Ġ4"``), so numbers are sp
 digit by digit and digits stay exclusive to the math task.
 
 Everything is seeded: the same data and seed give bit-identical weights on CPU.
+
+Defaults (measured on one CPU thread, 2026-12-02): with the synthetic train splits at
+``n_train`` math 30000, reading 10000, facts 2000 (``n_test`` 200 each), ``train_toy``
+with its defaults (0.77M parameters, 2000 steps of 32 texts, answer-only loss, one
+task per batch drawn 0.6/0.2/0.2) trains in about 7.5 minutes of CPU time and scores
+about 80% (math), 98% (reading), 89% (facts) on the test splits via
+``mathneuro.evaluate``. Use many distinct math and reading texts: with a few thousand,
+the model memorises them (train loss near 0, test accuracy far lower). One thread is
+faster than two on a CPU shared with other jobs (OpenMP threads wait on each other).
 """
 
 from __future__ import annotations
@@ -204,7 +213,7 @@ def task_texts(train_files: Mapping[str, Any]) -> dict[str, list[tuple[str, int]
     return out
 
 
-DEFAULT_MIX = {"math": 0.4, "reading": 0.4, "facts": 0.2}
+DEFAULT_MIX = {"math": 0.6, "reading": 0.2, "facts": 0.2}
 LOSS_ON = ("answer", "all")
 
 

@@ -80,6 +80,8 @@ def test_reading_answer_is_in_story(data):
     for record in data["reading"]["test"]:
         story = record["question"].split("\nQuestion:")[0]
         assert record["answer"] in story
+        distractors = [c for c in record["choices"] if c != record["answer"]]
+        assert not any(f" {d} " in f" {story[:-1]} " for d in distractors)
 
 
 def test_facts_are_learnable_from_train(data):
