@@ -135,7 +135,14 @@ def results_frame(results: Mapping[str, Any]):
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def task_manager(tasks: list[str], include_path: str | Path | None = None):
+def _include(include_path) -> str | list[str] | None:
+    """lm-eval's ``include_path``: one folder, several, or none."""
+    if include_path is None or isinstance(include_path, (str, Path)):
+        return None if include_path is None else str(include_path)
+    return [str(p) for p in include_path] or None
+
+
+def task_manager(tasks: list[str], include_path=None):
     """An lm-eval ``TaskManager`` that knows ``tasks``, indexing as little as possible.
 
     Indexing lm-eval's built-in task folder takes tens of seconds on a busy CPU, so when
@@ -144,11 +151,12 @@ def task_manager(tasks: list[str], include_path: str | Path | None = None):
     """
     from lm_eval.tasks import TaskManager
 
+    include_path = _include(include_path)
     if include_path is not None:
-        local = TaskManager(include_path=str(include_path), include_defaults=False)
+        local = TaskManager(include_path=include_path, include_defaults=False)
         if all(t in local.all_tasks for t in tasks):
             return local
-    manager = TaskManager(include_path=None if include_path is None else str(include_path))
+    manager = TaskManager(include_path=include_path)
     unknown = [t for t in tasks if t not in manager.all_tasks]
     if unknown:
         raise ValueError(f"unknown lm-eval tasks {unknown}; for the toy tasks pass "
@@ -156,9 +164,9 @@ def task_manager(tasks: list[str], include_path: str | Path | None = None):
     return manager
 
 
-def evaluate(model, tokenizer, tasks: list[str], *, include_path: str | Path | None = None,
-             limit: int | float | None = None, batch_size: int = 16,
-             max_gen_toks: int | None = None):
+def evaluate(model, tokenizer, tasks: list[str], *, include_path=None,
+             limit: int | float | None = None, batch_size: int | str = 16,
+             max_gen_toks: int | None = None, num_fewshot: int | None = None):
     """Evaluate an in-memory ``model`` on lm-eval ``tasks``; return a tidy DataFrame.
 
     ``tasks`` are lm-eval task names (``toy_math``... with ``include_path`` pointing at
@@ -176,5 +184,6 @@ def evaluate(model, tokenizer, tasks: list[str], *, include_path: str | Path | N
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size)
     gen_kwargs = None if max_gen_toks is None else {"max_gen_toks": int(max_gen_toks)}
     results = lm_eval.simple_evaluate(model=lm, tasks=list(tasks), task_manager=manager,
-                                      limit=limit, gen_kwargs=gen_kwargs, log_samples=False)
+                                      limit=limit, gen_kwargs=gen_kwargs, num_fewshot=num_fewshot,
+                                      log_samples=False)
     return results_frame(results)

@@ -18,15 +18,14 @@ with log_to(snakemake.log[0]) as log:
         apply_mask(model, mask, params.factor)  # the job ends with the model; nothing to restore
         log.info("edited %d parameters by x%s", mask.count(), params.factor)
     include = sorted({str(Path(p).parent) for p in inputs.tasks} | ({params.include_path} if params.include_path else set()))
-    if len(include) > 1:
-        raise NotImplementedError("evaluation.include_path together with the synthetic tasks")
     suite = params.suite
     table = evaluate(
         model,
         tokenizer,
         suite["tasks"],
-        include_path=include[0] if include else None,
+        include_path=include,
         limit=suite.get("limit"),
+        num_fewshot=suite.get("num_fewshot"),
         max_gen_toks=suite.get("max_gen_toks"),
         batch_size=params.batch_size,
     )
