@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
-# The test command: set up, run the suite, then the workflow on a real single-node Slurm.
+# The workflow on a real single-node Slurm: Debian packages, daemons started by hand (no systemd),
+# all traffic on loopback. Needs root; MATHNEURO_SKIP_SLURM=1 skips it.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-bash ci/setup.sh
-.venv/bin/pytest -m "not slurm"
-
-# Slurm: Debian packages, daemons started by hand (no systemd), all traffic on loopback.
+cd "$(dirname "$0")/../.."
 if [[ "${MATHNEURO_SKIP_SLURM:-0}" == 1 ]]; then
   echo "MATHNEURO_SKIP_SLURM=1: Slurm test skipped"
   exit 0
