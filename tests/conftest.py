@@ -40,6 +40,15 @@ def char_tokenizer() -> PreTrainedTokenizerFast:
     )
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models train and run faster on one thread than on two busy shared cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tokenizer() -> PreTrainedTokenizerFast:
     return char_tokenizer()

@@ -12,13 +12,7 @@ TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size":
         "max_position_embeddings": 128, "vocab_size": 300}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models train faster on one thread than on two busy shared cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
