@@ -71,3 +71,9 @@ def load_model(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model.eval(), tokenizer
+
+
+def load_weights(path: str, **kwargs):
+    """(model, tokenizer) on the CPU, whatever device the config names: for jobs that only read
+    or edit weights (selection, LAPE, export), never run the model on an accelerator."""
+    return load_model(path, **{**kwargs, "device": "cpu", "device_map": None})

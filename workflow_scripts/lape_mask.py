@@ -4,13 +4,13 @@ import torch
 
 from mathneuro import ActivationStats, find_targets, lape_mask
 from mathneuro.logs import log_to
-from mathneuro.models import load_model
+from mathneuro.models import load_weights
 from mathneuro.tables import mask_counts
 
 with log_to(snakemake.log[0]) as log:
     params, inputs = snakemake.params, snakemake.input
     torch.set_num_threads(snakemake.threads)
-    model, _ = load_model(**{**params.model, "device": "cpu", "device_map": None})
+    model, _ = load_weights(**params.model)
     stats = {params.skill: ActivationStats.load(inputs.skill), params.labels["control"]: ActivationStats.load(inputs.control)}
     targets = find_targets(model, include=params.include, exclude=params.exclude)
     mask = lape_mask(model, stats, params.skill, targets=targets, **params.settings)

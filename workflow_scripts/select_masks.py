@@ -7,7 +7,7 @@ import torch
 
 from mathneuro import ActivationStats, find_targets, random_like, top_k
 from mathneuro.logs import log_to
-from mathneuro.models import load_model
+from mathneuro.models import load_weights
 from mathneuro.tables import mask_counts
 
 with log_to(snakemake.log[0]) as log:
@@ -16,7 +16,7 @@ with log_to(snakemake.log[0]) as log:
     datasets = [params.skill, *params.controls]
     topk_paths = dict(zip(itertools.product(datasets, params.fractions), output.topk))
     mask_paths = dict(zip(itertools.product(["mathneuro", "random"], params.controls, params.fractions), output.masks))
-    model, _ = load_model(**{**params.model, "device": "cpu", "device_map": None})
+    model, _ = load_weights(**params.model)
     targets = find_targets(model, include=params.include, exclude=params.exclude)
     model_parameters = sum(p.numel() for p in model.parameters())
     stats = {d: ActivationStats.load(path) for d, path in zip(datasets, snakemake.input.stats)}
