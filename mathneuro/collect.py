@@ -192,12 +192,13 @@ def collect_statistics(
         hooks += [(m, "post", acc.activation_hook(n)) for n, m in activations]
 
     ids, n_truncated = _tokenize(tokenizer, texts, max_length)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    # Any id pads: padded positions are masked out. Prefer the pad token, then eos, then 0.
+    pad_id = next((i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id) if i is not None), 0)
     body = getattr(model, "base_model", model)  # the decoder without the LM head: logits unused
     embed_device = model.get_input_embeddings().weight.device
     n_tokens, done = 0, 0
     with scoped_hooks(hooks), torch.inference_mode():
-        for input_ids, attention in _batches(ids, batch_size, pad_id or 0):
+        for input_ids, attention in _batches(ids, batch_size, pad_id):
             acc.token_mask = attention.float()
             body(input_ids=input_ids.to(embed_device), attention_mask=attention.to(embed_device), use_cache=False)
             acc.end_batch()
