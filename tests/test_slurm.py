@@ -296,7 +296,6 @@ def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
             f"killed, jobs cancelled). Log tail:\n{tail(log)}"
         )
     text = log.read_text(errors="replace")
-    slurm_logdir = workdir / "logs" / "slurm"
     assert rc == 0, (
         f"Snakemake on Slurm failed (exit {rc}). Log tail:\n{tail(log)}\n"
         f"{failed_job_logs(text)}"
