@@ -175,6 +175,9 @@ def evaluate(model, tokenizer, tasks: list[str], *, include_path=None,
     ``max_gen_toks`` (optional) overrides the generation length of every
     generative task (a cheap cap for smoke tests).
     """
+    from mathneuro.models import lean_transformers
+
+    lean_transformers()
     import lm_eval
     from lm_eval.models.huggingface import HFLM
 

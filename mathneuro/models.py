@@ -16,6 +16,11 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 OFFLINE_FLAGS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
 
+# transformers' flags for optional libraries that it imports with every model class when they
+# are installed (lm-eval installs both), for features MathNeuro never uses: scikit-learn for
+# assisted decoding's confidence threshold, SciPy for object-detection losses.
+UNUSED_BACKENDS = ("_sklearn_available", "_scipy_available")
+
 
 def is_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
@@ -25,6 +30,21 @@ def go_offline() -> None:
     """Set the Hugging Face offline flags for this process: read the cache, never the network."""
     for flag in OFFLINE_FLAGS:
         os.environ[flag] = "1"
+
+
+def lean_transformers() -> None:
+    """Keep transformers from importing scikit-learn and SciPy along with its model classes.
+
+    Those imports are 1-2 s of every short workflow job (``benchmarks/bench_startup.py``), spent
+    on assisted decoding and object detection. Only transformers' availability flags change, so
+    call this before its modeling code is first imported; both libraries stay importable, and
+    lm-eval metrics that need scikit-learn import it themselves.
+    """
+    import transformers.utils.import_utils as backends
+
+    for flag in UNUSED_BACKENDS:
+        if hasattr(backends, flag):
+            setattr(backends, flag, False)
 
 
 def resolve_device(device: str) -> str:
@@ -49,6 +69,7 @@ def load_model(
     """
     if offline:
         go_offline()
+    lean_transformers()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if dtype not in DTYPES:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
-from conftest import tiny_llama
+from conftest import REPO, tiny_llama
 
 from mathneuro.models import OFFLINE_FLAGS, load_model
 
@@ -35,3 +37,21 @@ def test_offline_model_missing_from_cache_names_it(offline_env):
 def test_unknown_dtype_is_rejected_before_loading():
     with pytest.raises(ValueError, match="unknown dtype 'float8'"):
         load_model("anything", dtype="float8")
+
+
+def test_a_fresh_job_loads_and_runs_a_model_without_sklearn_or_scipy(tmp_path, tokenizer):
+    """What a workflow job does: load a checkpoint and run it, in a new interpreter."""
+    tiny_llama(len(tokenizer)).save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    job = (
+        "import sys, torch\n"
+        "from mathneuro.models import load_model\n"
+        f"model, tokenizer = load_model({str(tmp_path / 'model')!r}, device='cpu')\n"
+        "ids = tokenizer(['12+3'], return_tensors='pt').input_ids\n"
+        "out = model.generate(ids, max_new_tokens=3, do_sample=False)\n"
+        "assert out.shape == (1, ids.shape[1] + 3), out.shape\n"
+        "print(sorted(m for m in ('sklearn', 'scipy') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", job], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"
