@@ -6,7 +6,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from mathneuro import synthetic, toy
+from mathneuro import evaluate, synthetic, toy
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64,
         "max_position_embeddings": 128, "vocab_size": 300}
@@ -56,6 +56,13 @@ def test_tokenizer_special_tokens_and_digits(tokenizer):
 def test_tokenizer_is_deterministic(texts, tokenizer):
     again = toy.build_tokenizer(list(reversed(texts)), vocab_size=300)
     assert again.get_vocab() == tokenizer.get_vocab()
+
+
+def test_worked_math_answers_fit_the_toy_math_generation_budget(texts):
+    tokenizer = toy.build_tokenizer(texts, vocab_size=512)  # the toy model's vocabulary size
+    answers = [r["answer"] for r in synthetic.generate("math", n_train=5000, n_test=1, seed=0)["train"]]
+    longest = max(len(tokenizer(" " + a, add_special_tokens=False).input_ids) for a in answers)
+    assert 40 < longest < evaluate.TOY_MATH_MAX_GEN_TOKS  # room for the stop sequence
 
 
 def test_make_model_untied(tokenizer):
