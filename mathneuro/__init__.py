@@ -16,6 +16,7 @@ _EXPORTS = {
     "STATISTICS": "collect",
     "ActivationStats": "collect",
     "collect_statistics": "collect",
+    "collect_prefix_statistics": "collect",
     "scoped_hooks": "collect",
     "MaskEdit": "edit",
     "apply_mask": "edit",

@@ -130,11 +130,10 @@ class _Accumulator:
         self._last = None
 
 
-def _tokenize(tokenizer, texts: Sequence[str], max_length: int) -> tuple[list[list[int]], int]:
-    """Token ids per text, truncated to ``max_length``; also how many were truncated."""
+def _tokenize(tokenizer, texts: Sequence[str], max_length: int) -> tuple[list[list[int]], list[bool]]:
+    """Token ids per text, truncated to ``max_length``; and whether each text was truncated."""
     ids = tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
-    truncated = sum(len(seq) > max_length for seq in ids)
-    return [seq[:max_length] for seq in ids], truncated
+    return [seq[:max_length] for seq in ids], [len(seq) > max_length for seq in ids]
 
 
 def _batches(ids: list[list[int]], batch_size: int, pad_id: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
@@ -182,6 +181,41 @@ def collect_statistics(
     statistics are not finite.
     """
     _check_inputs(texts, batch_size, max_length, statistic)
+    return collect_prefix_statistics(
+        model, tokenizer, texts, [len(texts)], batch_size=batch_size, max_length=max_length,
+        statistic=statistic, targets=targets, lape=lape, progress=progress,
+    )[len(texts)]
+
+
+def _check_sizes(sizes: Sequence[int], n_texts: int) -> list[int]:
+    if not sizes or not all(isinstance(n, int) and 1 <= n <= n_texts for n in sizes):
+        raise ValueError(f"sizes must be sample counts between 1 and {n_texts} (the texts given), got {list(sizes)}")
+    return sorted(set(sizes))
+
+
+def collect_prefix_statistics(
+    model: nn.Module,
+    tokenizer,
+    texts: Sequence[str],
+    sizes: Sequence[int],
+    *,
+    batch_size: int = 8,
+    max_length: int = 2048,
+    statistic: str = "norm",
+    targets: Sequence[Target] | None = None,
+    lape: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[int, ActivationStats]:
+    """Statistics of the first ``n`` texts for every ``n`` in ``sizes``, in one pass.
+
+    Identifications from growing samples (the consistency analysis: n = 1, 10, 100, ...) cost
+    one forward pass over ``texts[:max(sizes)]`` instead of one per size: the texts run in
+    segments between consecutive sizes, and the running sums are copied at each boundary.
+    Each result equals ``collect_statistics(texts[:n])`` to float tolerance. Other arguments
+    as in ``collect_statistics``; ``progress`` counts up to ``max(sizes)``.
+    """
+    _check_inputs(texts, batch_size, max_length, statistic)
+    sizes = _check_sizes(sizes, len(texts))
     targets = list(targets) if targets is not None else find_targets(model)
     acc = _Accumulator(targets, statistic, device_of=lambda t: t.weight.device)
     hooks = [(t.module, "pre", acc.input_hook(t.name)) for t in targets]
@@ -191,32 +225,40 @@ def collect_statistics(
             raise ValueError(f"lape=True but {type(model).__name__} has no MLP activation module")
         hooks += [(m, "post", acc.activation_hook(n)) for n, m in activations]
 
-    ids, n_truncated = _tokenize(tokenizer, texts, max_length)
+    ids, truncated = _tokenize(tokenizer, texts[: sizes[-1]], max_length)
     # Any id pads: padded positions are masked out. Prefer the pad token, then eos, then 0.
     pad_id = next((i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id) if i is not None), 0)
     body = getattr(model, "base_model", model)  # the decoder without the LM head: logits unused
     embed_device = model.get_input_embeddings().weight.device
-    n_tokens, done = 0, 0
+    results, n_tokens, done = {}, 0, 0
     with scoped_hooks(hooks), torch.inference_mode():
-        for input_ids, attention in _batches(ids, batch_size, pad_id):
-            acc.token_mask = attention.float()
-            body(input_ids=input_ids.to(embed_device), attention_mask=attention.to(embed_device), use_cache=False)
-            acc.end_batch()
-            n_tokens += int(attention.sum())
-            done += len(input_ids)
-            if progress is not None:
-                progress(done, len(ids))
+        for start, stop in zip([0, *sizes[:-1]], sizes):
+            for input_ids, attention in _batches(ids[start:stop], batch_size, pad_id):
+                acc.token_mask = attention.float()
+                body(input_ids=input_ids.to(embed_device), attention_mask=attention.to(embed_device), use_cache=False)
+                acc.end_batch()
+                n_tokens += int(attention.sum())
+                done += len(input_ids)
+                if progress is not None:
+                    progress(done, len(ids))
+            results[stop] = _snapshot(acc, model, stop, n_tokens, sum(truncated[:stop]), max_length)
+    return results
 
-    stats = {name: (vec.sqrt() if statistic == "wanda" else vec).cpu() for name, vec in acc.sums.items()}
+
+def _snapshot(acc: _Accumulator, model: nn.Module, n_samples: int, n_tokens: int, n_truncated: int,
+              max_length: int) -> ActivationStats:
+    """The statistics of everything accumulated so far (copies: accumulation may go on)."""
+    statistic = acc.statistic
+    stats = {name: (vec.sqrt() if statistic == "wanda" else vec.clone()).cpu() for name, vec in acc.sums.items()}
     for name, vec in stats.items():
         if not torch.isfinite(vec).all():
             raise FloatingPointError(f"non-finite activations (NaN/inf) at the input of layer {name!r}")
     return ActivationStats(
         stats=stats,
         statistic=statistic,
-        n_samples=len(ids),
+        n_samples=n_samples,
         n_tokens=n_tokens,
         n_truncated=n_truncated,
-        lape_counts={k: v.cpu() for k, v in acc.lape_counts.items()},
+        lape_counts={k: v.clone().cpu() for k, v in acc.lape_counts.items()},
         metadata={"model": type(model).__name__, "max_length": str(max_length)},
     )

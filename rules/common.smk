@@ -16,6 +16,10 @@ SKILL = ID["skill"]
 CONTROLS = ID["controls"]
 N_MAIN = ID["n_samples"]
 SEEDS = ID["seeds"]
+CONSISTENCY = config["consistency"]
+# Sample counts of the consistency analysis other than the main one: each is the first n texts
+# of one draw, all collected in one pass per (data set, seed) by rule collect_draws.
+DRAW_N = sorted(set(CONSISTENCY["n_samples"]) - {N_MAIN})
 
 
 def canonical(value):
@@ -142,6 +146,18 @@ def mask_path(model, method, control, n, seed, k):
     if method == "wanda":
         return topk_path(model, SKILL, n, seed, k)
     return f"{R}/{model}/masks/{method}/{control}/n{n}/seed{seed}/k{k}.safetensors"
+
+
+def draw_stats_path(model, dataset, seed, n):
+    return f"{R}/{model}/draws/stats/{dataset}/seed{seed}/n{n}.safetensors"
+
+
+def draw_mask_path(model, control, seed, n):
+    """MathNeuro mask of the first n texts of consistency draw `seed`, at consistency.k."""
+    k = CONSISTENCY["k"]
+    return (
+        f"{R}/{model}/draws/masks/mathneuro/{control}/seed{seed}/n{n}/k{k}.safetensors"
+    )
 
 
 def eval_path(model, method, control, n, seed, k, edit, suite):
@@ -286,15 +302,12 @@ def evaluation_files(model):
     return files
 
 
-def topk_n_seeds():
-    """(n, seed) pairs whose top-K sets are needed: main analyses plus consistency."""
-    pairs = [(N_MAIN, s) for s in SEEDS]
-    pairs += [
-        (n, s)
-        for n in config["consistency"]["n_samples"]
-        for s in config["consistency"]["seeds"]
-    ]
-    return list(dict.fromkeys(pairs))
+def consistency_mask(model, control, n, seed):
+    """One identification of the consistency analysis: the main one at n = identification.n_samples
+    (already made), else the first n texts of draw `seed`."""
+    if int(n) == N_MAIN:
+        return mask_path(model, "mathneuro", control, n, seed, CONSISTENCY["k"])
+    return draw_mask_path(model, control, seed, n)
 
 
 def counts_files(model):
@@ -310,7 +323,7 @@ def consistency_files(model):
     return [
         f"{R}/{model}/consistency/{c}/n{n}.parquet"
         for c in CONTROLS
-        for n in config["consistency"]["n_samples"]
+        for n in CONSISTENCY["n_samples"]
     ]
 
 

@@ -88,14 +88,55 @@ rule lape_mask:
         "../workflow_scripts/lape_mask.py"
 
 
+if DRAW_N:
+
+    rule select_draws:
+        """MathNeuro masks of the consistency draws: TopK(skill) - TopK(control) at consistency.k,
+        for every n of one seed's draw: one model load.
+        """
+        input:
+            model=model_input,
+            stats=lambda wc: [
+                draw_stats_path(wc.model, d, wc.seed, n)
+                for d in [SKILL] + CONTROLS
+                for n in DRAW_N
+            ],
+        output:
+            [
+                draw_mask_path("{model}", c, "{seed}", n)
+                for c in CONTROLS
+                for n in DRAW_N
+            ],
+        log:
+            "logs/select_draws/{model}/seed{seed}.log",
+        benchmark:
+            f"{R}/benchmarks/select_draws/{{model}}/seed{{seed}}.tsv"
+        conda:
+            "../envs/mathneuro.yaml"
+        threads: 1
+        resources:
+            mem_mb=cpu_mem_mb,
+            runtime=runtime_min(5),
+        params:
+            model=model_params,
+            skill=SKILL,
+            controls=CONTROLS,
+            sizes=DRAW_N,
+            k=CONSISTENCY["k"],
+            fraction=K[CONSISTENCY["k"]],
+            scope=ID.get("scope", "matrix"),
+            include=ID.get("include"),
+            exclude=ID.get("exclude"),
+        script:
+            "../workflow_scripts/select_draws.py"
+
+
 rule consistency:
     """Overlap of MathNeuro sets identified from independent draws of n samples."""
     input:
         lambda wc: [
-            mask_path(
-                wc.model, "mathneuro", wc.control, wc.n, s, config["consistency"]["k"]
-            )
-            for s in config["consistency"]["seeds"]
+            consistency_mask(wc.model, wc.control, wc.n, s)
+            for s in CONSISTENCY["seeds"]
         ],
     output:
         f"{R}/{{model}}/consistency/{{control}}/n{{n}}.parquet",
@@ -110,9 +151,9 @@ rule consistency:
         mem_mb=cpu_mem_mb,
         runtime=runtime_min(2),
     params:
-        seeds=config["consistency"]["seeds"],
-        k=config["consistency"]["k"],
-        fraction=K[config["consistency"]["k"]],
+        seeds=CONSISTENCY["seeds"],
+        k=CONSISTENCY["k"],
+        fraction=K[CONSISTENCY["k"]],
         labels=lambda wc: {
             "model": wc.model,
             "control": wc.control,

@@ -84,6 +84,34 @@ def test_batch_size_does_not_change_statistics_or_masks(model, tokenizer):
         assert_masks_match_up_to_ties(mathneuro.top_k(model, many, fraction), scores, fraction)
 
 
+@pytest.mark.parametrize("statistic", ["norm", "wanda"])
+def test_prefix_statistics_equal_separate_collections(tokenizer, statistic):
+    model = tiny_llama(len(tokenizer))
+    sizes = [1, 4, len(TEXTS) - 1]
+    seen = []
+    prefixes = mathneuro.collect_prefix_statistics(
+        model, tokenizer, TEXTS, [sizes[2], sizes[0], sizes[1], sizes[0]], batch_size=3, max_length=12,
+        statistic=statistic, lape=True, progress=lambda done, total: seen.append((done, total)),
+    )
+    assert list(prefixes) == sizes and seen[-1] == (sizes[-1], sizes[-1])  # one pass, to the largest
+    for n in sizes:
+        alone = mathneuro.collect_statistics(model, tokenizer, TEXTS[:n], batch_size=3, max_length=12,
+                                             statistic=statistic, lape=True)
+        got = prefixes[n]
+        assert (got.n_samples, got.n_tokens, got.n_truncated) == (alone.n_samples, alone.n_tokens, alone.n_truncated)
+        assert got.n_truncated > 0 or n == 1  # max_length 12 truncates the longer texts
+        for name in alone.stats:
+            torch.testing.assert_close(got.stats[name], alone.stats[name], rtol=1e-5, atol=1e-6)
+        for name in alone.lape_counts:
+            assert torch.equal(got.lape_counts[name], alone.lape_counts[name])
+
+
+@pytest.mark.parametrize("sizes", [[], [0], [len(TEXTS) + 1], [2.5]])
+def test_prefix_sizes_must_be_counts_within_the_texts(model, tokenizer, sizes):
+    with pytest.raises(ValueError, match="sizes must be sample counts"):
+        mathneuro.collect_prefix_statistics(model, tokenizer, TEXTS, sizes)
+
+
 def test_wanda_statistic_is_root_sum_of_squares_over_all_tokens(tokenizer):
     model = tiny_llama(len(tokenizer))
     stats = mathneuro.collect_statistics(model, tokenizer, TEXTS, batch_size=4, statistic="wanda")

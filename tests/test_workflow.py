@@ -142,8 +142,16 @@ def test_changing_n_samples_recollects_only_that_sample_count(run, tmp_path):
         c["identification"]["n_samples"] = 6
 
     jobs = scheduled(run, variant_config(tmp_path, "n", change_n))
-    assert jobs["collect_activations"] == 2 * 2  # two data sets x two seeds at n=6; n=2 and n=8 cached
+    assert jobs["collect_activations"] == 2 * 2  # two data sets x two seeds at n=6
+    assert jobs["collect_draws"] == 2 * 2  # n=8 is no longer the main count: the draws now reach it
     assert "train_toy_model" not in jobs and "evaluate_base" not in jobs and "synthetic_data" not in jobs
+
+
+def test_changing_consistency_counts_reruns_only_the_draws(run, tmp_path):
+    jobs = scheduled(run, variant_config(tmp_path, "draws", lambda c: c["consistency"]["n_samples"].append(4)))
+    assert jobs["collect_draws"] == 2 * 2 and jobs["select_draws"] == 2
+    assert jobs["consistency"] == 2  # n=2 and n=4; n=8 is the main identification, untouched
+    assert set(jobs) <= {"collect_draws", "select_draws", "consistency", "aggregate", "plots", "all"}
 
 
 @pytest.mark.parametrize(
