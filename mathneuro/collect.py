@@ -180,7 +180,6 @@ def collect_statistics(
     Raises ValueError on bad arguments before any forward pass, and names the layer whose
     statistics are not finite.
     """
-    _check_inputs(texts, batch_size, max_length, statistic)
     return collect_prefix_statistics(
         model, tokenizer, texts, [len(texts)], batch_size=batch_size, max_length=max_length,
         statistic=statistic, targets=targets, lape=lape, progress=progress,
