@@ -1,10 +1,12 @@
 """MathNeuro: find, delete or amplify one skill of a language model with forward passes only.
 
 Stages, one module each: ``targets`` (which matrices), ``collect`` (activation statistics),
-``select`` (top-K by |W|·stat), ``masks`` (set algebra, random baseline, overlap, bit-packed
-storage), ``lape`` (entropy baseline), ``edit`` (prune/scale, restore, export), ``data``
-(texts from data set specs), ``models`` (loading), ``synthetic`` / ``toy`` / ``evaluate`` (the
-embedded toy default and lm-eval), ``tables`` / ``plots`` (the paper's tables).
+``select`` (top-K by |W|·stat, and the skill-specific difference), ``methods`` (the methods as
+one table), ``masks`` (set algebra, random baseline, overlap, bit-packed storage), ``lape``
+(entropy baseline), ``edit`` (prune/scale, restore, export), ``data`` (texts from data set specs,
+local copies of hub data sets), ``models`` (loading), ``tasks`` (lm-eval task folders),
+``evaluate`` (lm-eval), ``synthetic`` / ``toy`` (the embedded toy default), ``tables`` / ``plots``
+(the paper's tables), ``configs`` (config files that build on others).
 
 The names below are imported on first use, so that workflow jobs which need neither torch nor
 transformers (data generation, tables) start in a fraction of a second.
@@ -18,6 +20,7 @@ _EXPORTS = {
     "collect_statistics": "collect",
     "collect_prefix_statistics": "collect",
     "scoped_hooks": "collect",
+    "mlp_activations": "collect",
     "MaskEdit": "edit",
     "apply_mask": "edit",
     "export_model": "edit",
@@ -26,7 +29,10 @@ _EXPORTS = {
     "overlap": "masks",
     "random_like": "masks",
     "SCOPES": "select",
+    "identify": "select",
+    "specific": "select",
     "top_k": "select",
+    "METHODS": "methods",
     "Target": "targets",
     "find_targets": "targets",
     "load_texts": "data",

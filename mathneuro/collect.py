@@ -26,7 +26,7 @@ import torch
 from safetensors.torch import load_file, safe_open, save_file
 from torch import nn
 
-from mathneuro.targets import Target, find_targets
+from mathneuro.targets import Target, find_targets, untied_head
 
 STATISTICS = ("norm", "wanda")
 # Activation-function modules inside an MLP block (Llama/Gemma act_fn, GPT-2 act, Phi activation_fn).
@@ -44,6 +44,9 @@ class ActivationStats:
     n_truncated: int
     lape_counts: dict[str, torch.Tensor] = field(default_factory=dict)  # act module -> (d_mlp,)
     metadata: dict[str, str] = field(default_factory=dict)
+    # target module name -> its weight's parameter name and layout, so that selection can read the
+    # weights from the checkpoint without building the model (mathneuro.targets.stored_targets)
+    layout: dict[str, dict] = field(default_factory=dict)
 
     def save(self, path: str | Path) -> None:
         tensors = {f"stat/{k}": v.contiguous() for k, v in self.stats.items()}
@@ -54,6 +57,7 @@ class ActivationStats:
             "n_tokens": self.n_tokens,
             "n_truncated": self.n_truncated,
             "metadata": self.metadata,
+            "layout": self.layout,
         }
         save_file(tensors, str(path), metadata={"mathneuro.stats": json.dumps(header)})
 
@@ -217,12 +221,15 @@ def collect_prefix_statistics(
     sizes = _check_sizes(sizes, len(texts))
     targets = list(targets) if targets is not None else find_targets(model)
     acc = _Accumulator(targets, statistic, device_of=lambda t: t.weight.device)
-    hooks = [(t.module, "pre", acc.input_hook(t.name)) for t in targets]
+    # The decoder runs without the LM head (its logits are never used): an untied head among the
+    # targets reads the decoder's last hidden state, fed to its accumulator after each batch.
+    head = next((t for t in targets if t.module is untied_head(model)), None)
+    hooks = [(t.module, "pre", acc.input_hook(t.name)) for t in targets if t is not head]
     if lape:
-        activations = [(n, m) for n, m in model.named_modules() if _MLP_ACTIVATION.search(f".{n}")]
+        activations = mlp_activations(model)
         if not activations:
             raise ValueError(f"lape=True but {type(model).__name__} has no MLP activation module")
-        hooks += [(m, "post", acc.activation_hook(n)) for n, m in activations]
+        hooks += [(m, "post", acc.activation_hook(n)) for n, m in activations.items()]
 
     ids, truncated = _tokenize(tokenizer, texts[: sizes[-1]], max_length)
     # Any id pads: padded positions are masked out. Prefer the pad token, then eos, then 0.
@@ -234,14 +241,23 @@ def collect_prefix_statistics(
         for start, stop in zip([0, *sizes[:-1]], sizes):
             for input_ids, attention in _batches(ids[start:stop], batch_size, pad_id):
                 acc.token_mask = attention.float()
-                body(input_ids=input_ids.to(embed_device), attention_mask=attention.to(embed_device), use_cache=False)
+                out = body(input_ids=input_ids.to(embed_device), attention_mask=attention.to(embed_device),
+                           use_cache=False)
+                if head is not None:
+                    acc.input_hook(head.name)(head.module, (out[0],))  # (batch, pos, hidden)
                 acc.end_batch()
                 n_tokens += int(attention.sum())
                 done += len(input_ids)
                 if progress is not None:
                     progress(done, len(ids))
             results[stop] = _snapshot(acc, model, stop, n_tokens, sum(truncated[:stop]), max_length)
+            results[stop].layout = {t.name: {"param": t.param_name, "transposed": t.transposed} for t in targets}
     return results
+
+
+def mlp_activations(model: nn.Module) -> dict[str, nn.Module]:
+    """The activation-function modules inside the MLP blocks (what LAPE counts), by name."""
+    return {n: m for n, m in model.named_modules() if _MLP_ACTIVATION.search(f".{n}")}
 
 
 def _snapshot(acc: _Accumulator, model: nn.Module, n_samples: int, n_tokens: int, n_truncated: int,
@@ -259,5 +275,6 @@ def _snapshot(acc: _Accumulator, model: nn.Module, n_samples: int, n_tokens: int
         n_tokens=n_tokens,
         n_truncated=n_truncated,
         lape_counts={k: v.clone().cpu() for k, v in acc.lape_counts.items()},
-        metadata={"model": type(model).__name__, "max_length": str(max_length)},
+        metadata={"model": type(model).__name__, "max_length": str(max_length),
+                  "model_parameters": str(sum(p.numel() for p in model.parameters()))},
     )

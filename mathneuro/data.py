@@ -25,7 +25,7 @@ Spec keys (a key set to ``null``/``None`` counts as absent):
     ``hf`` (``datasets.load_dataset``), ``json``, ``csv``, ``parquet`` or
     ``synthetic`` (:func:`mathneuro.synthetic.generate`).
 ``path``
-    Required for ``hf`` (hub name or a local dataset folder) and for the file
+    Required for ``hf`` (hub id or a local dataset folder) and for the file
     sources (one file, or a glob such as ``mmlu/test/*_test.csv``; matches are
     read in sorted order). Relative paths are relative to the working
     directory, or to ``base_dir`` when :func:`load_texts` is given one.
@@ -51,7 +51,8 @@ Spec keys (a key set to ``null``/``None`` counts as absent):
     training format); otherwise ``"{text}"``.
     File records also get ``subject``: the file name without its extension and
     without a trailing ``_test``/``_dev``/``_val`` (MMLU's naming), unless the
-    record already has a ``subject``.
+    record already has a ``subject``. Records with a list ``choices`` and an
+    integer ``answer`` (MMLU's hub format) also get ``answer_letter`` (``A``...).
 ``n``
     How many texts to draw (int >= 1). Absent: every record, in order.
 ``seed``
@@ -65,6 +66,11 @@ Spec keys (a key set to ``null``/``None`` counts as absent):
     ``"<split>:<row>"`` for ``hf``/``synthetic`` and ``"<file name>:<row>"``
     for files (row counted from 0 within the split or file, header excluded),
     so duplicates drawn with replacement share an id.
+
+Local copies of hub data sets: ``load_texts(spec, local_data=...)`` reads an
+``hf`` spec whose ``path`` (a hub id) has an entry in ``local_data`` from local
+files in the hub's record format instead of the hub (see :func:`local_files`);
+the same table redirects lm-eval tasks (``mathneuro.tasks``).
 
 Errors: :func:`validate_spec` raises ``ValueError`` naming the bad key before
 anything is read; a missing file or a glob matching nothing raises
@@ -87,7 +93,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
-__all__ = ["Texts", "load_texts", "validate_spec", "SOURCES"]
+__all__ = ["Texts", "load_texts", "validate_spec", "local_files", "SOURCES"]
 
 SOURCES = ("hf", "json", "csv", "parquet", "synthetic")
 _FILE_SOURCES = frozenset({"json", "csv", "parquet"})
@@ -279,19 +285,24 @@ class _Table:
     label: Callable[[int], str]
 
 
-def load_texts(spec: Mapping[str, Any], *, base_dir: str | os.PathLike[str] | None = None) -> Texts:
+def load_texts(
+    spec: Mapping[str, Any],
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    local_data: Mapping[str, Any] | None = None,
+) -> Texts:
     """Load, sample and format the texts a dataset spec describes.
 
     ``base_dir``, if given, anchors relative file paths (and a relative local
-    ``hf`` folder) instead of the working directory. See the module docstring
-    for the spec keys.
+    ``hf`` folder) instead of the working directory. ``local_data`` maps hub ids
+    to local files (:func:`local_files`). See the module docstring for the spec keys.
     """
     validate_spec(spec)
-    table = _open_table(spec, base_dir)
+    table = _open_table(spec, base_dir, local_data or {})
     if table.size == 0:
         raise ValueError(f"dataset spec {dict(spec)!r}: the source has no records")
     indices = _sample_indices(table.size, spec.get("n"), _get(spec, "seed", 0), _get(spec, "replace", True))
-    records = table.rows(indices)
+    records = [_with_letter(record) for record in table.rows(indices)]
     render = _renderer(spec)
     texts = tuple(render(record) for record in records)
     id_field = spec.get("id_field")
@@ -353,13 +364,23 @@ def _field(record: Record, name: str, key: str) -> Any:
     return record[name]
 
 
-def _open_table(spec: Mapping[str, Any], base_dir: str | os.PathLike[str] | None) -> _Table:
+def _with_letter(record: Record) -> Record:
+    """MMLU-style records (``choices`` list, integer ``answer``) gain ``answer_letter``."""
+    answer = record.get("answer")
+    if isinstance(record.get("choices"), list) and isinstance(answer, int) and not isinstance(answer, bool):
+        if 0 <= answer < 26 and "answer_letter" not in record:
+            return {**record, "answer_letter": chr(ord("A") + answer)}
+    return record
+
+
+def _open_table(spec: Mapping[str, Any], base_dir: str | os.PathLike[str] | None,
+                local_data: Mapping[str, Any]) -> _Table:
     """Dispatch on ``source``."""
     source = spec["source"]
     if source == "synthetic":
         return _synthetic_table(spec)
     if source == "hf":
-        return _hf_table(spec, base_dir)
+        return _hf_table(spec, base_dir, local_data)
     return _file_table(spec, base_dir)
 
 
@@ -375,23 +396,82 @@ def _synthetic_table(spec: Mapping[str, Any]) -> _Table:
     return _Table(size=len(records), rows=_list_rows(records), label=lambda i: f"{split}:{i}")
 
 
-def _hf_table(spec: Mapping[str, Any], base_dir: str | os.PathLike[str] | None) -> _Table:
-    """A split of a Hugging Face dataset (hub name or local folder), read lazily."""
+def _hf_table(spec: Mapping[str, Any], base_dir: str | os.PathLike[str] | None,
+              local_data: Mapping[str, Any]) -> _Table:
+    """A split of a Hugging Face dataset (hub id, local folder or local copy), read lazily."""
     import datasets
 
     path = str(spec["path"])
     if base_dir is not None and not os.path.isabs(path) and Path(base_dir, path).exists():
         path = str(Path(base_dir, path))
     split = _get(spec, "split", "train")
-    cache_dir = spec.get("cache_dir")
-    dataset = datasets.load_dataset(
-        path, spec.get("name"), split=split, cache_dir=None if cache_dir is None else str(cache_dir)
-    )
+    cache_dir = None if spec.get("cache_dir") is None else str(spec["cache_dir"])
+    local = local_files(local_data, path, spec.get("name"), split_names(split))
+    if local is not None:
+        builder, files = local
+        dataset = datasets.load_dataset(builder, data_files=files, split=split, cache_dir=cache_dir)
+    else:
+        dataset = datasets.load_dataset(path, spec.get("name"), split=split, cache_dir=cache_dir)
 
     def rows(indices: Sequence[int]) -> list[Record]:
         return dataset.select(list(indices)).to_list() if indices else []
 
     return _Table(size=len(dataset), rows=rows, label=lambda i: f"{split}:{i}")
+
+
+# --------------------------------------------------------------------------- local copies of hub data
+
+_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+
+
+def split_names(split: str) -> list[str]:
+    """The splits a ``datasets`` split expression reads: ``"dev+validation[:50%]"`` -> dev, validation."""
+    return [part.split("[", 1)[0].strip() for part in split.split("+")]
+
+
+def local_entry(local_data: Mapping[str, Any], hub_id: str) -> Mapping[str, Any] | None:
+    """The ``local_data`` entry of ``hub_id`` (by key or alias), or None."""
+    for key, entry in local_data.items():
+        if hub_id == key or hub_id in (entry.get("aliases") or []):
+            return entry
+    return None
+
+
+def local_files(
+    local_data: Mapping[str, Any], hub_id: str, name: str | None, splits: Sequence[str]
+) -> tuple[str, dict[str, list[str]]] | None:
+    """Where ``local_data`` keeps the ``splits`` of hub data set ``hub_id`` (config ``name``).
+
+    ``local_data`` maps hub ids to ``{"files": {split: file or [files]}, "aliases": [...]}``;
+    ``{name}`` in a file name is replaced by ``name`` and globs are expanded (sorted). Returns
+    ``(builder, {split: files})`` for ``datasets.load_dataset(builder, data_files=...)``, or None
+    when ``hub_id`` has no entry. Raises ValueError naming a split the entry lacks, a glob that
+    matches nothing or files of mixed formats.
+    """
+    entry = local_entry(local_data, hub_id)
+    if entry is None:
+        return None
+    files = entry.get("files") or {}
+    resolved: dict[str, list[str]] = {}
+    for split in splits:
+        if split not in files:
+            raise ValueError(f"local_data.{hub_id} has no files for split {split!r} (it has {sorted(files)})")
+        patterns = files[split] if isinstance(files[split], list) else [files[split]]
+        resolved[split] = []
+        for pattern in patterns:
+            pattern = str(pattern).replace("{name}", name or "")
+            if any(c in pattern for c in _GLOB_CHARS):
+                matches = sorted(glob.glob(pattern))
+                if not matches:
+                    raise ValueError(f"local_data.{hub_id}: {pattern!r} (split {split!r}) matches no file")
+                resolved[split] += matches
+            else:
+                resolved[split].append(pattern)
+    suffixes = {Path(f).suffix for paths in resolved.values() for f in paths}
+    builders = {_BUILDERS.get(suffix) for suffix in suffixes}
+    if len(builders) != 1 or None in builders:
+        raise ValueError(f"local_data.{hub_id}: files must all be one of {sorted(_BUILDERS)}, got {sorted(suffixes)}")
+    return builders.pop(), resolved
 
 
 def _list_rows(records: Sequence[Record]) -> Callable[[Sequence[int]], list[Record]]:
@@ -487,3 +567,58 @@ def _read_parquet(file: Path) -> list[dict[str, Any]]:
     import pyarrow.parquet as pq
 
     return pq.read_table(file).to_pylist()
+
+
+# --------------------------------------------------------------------------- MMLU's original release
+
+MMLU_RELEASE_SPLITS = {"dev": "dev", "val": "validation", "test": "test"}  # release folder -> hub split
+
+
+def mmlu_release_records(release_dir: str | os.PathLike[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """MMLU's original release as ``cais/mmlu`` hub records: ``{hub split: {subject: records}}``.
+
+    The release has folders ``dev/``, ``val/``, ``test/`` of header-less CSVs
+    ``<subject>_<split>.csv`` (question, A, B, C, D, answer letter); a hub record is
+    ``{"question", "subject", "choices": [A, B, C, D], "answer": index of the letter}``.
+    """
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for folder, split in MMLU_RELEASE_SPLITS.items():
+        files = sorted(Path(release_dir, folder).glob(f"*_{folder}.csv"))
+        if not files:
+            raise FileNotFoundError(f"MMLU release {release_dir}: no {folder}/*_{folder}.csv files")
+        out[split] = {}
+        for file in files:
+            subject = file.name[: -len(f"_{folder}.csv")]
+            rows = _read_csv(file, ["question", "A", "B", "C", "D", "answer"])
+            for row in rows:
+                if row["answer"] not in ("A", "B", "C", "D"):
+                    raise ValueError(f"{file}: answer {row['answer']!r} is not a letter A-D")
+            out[split][subject] = [
+                {"question": r["question"], "subject": subject, "choices": [r["A"], r["B"], r["C"], r["D"]],
+                 "answer": "ABCD".index(r["answer"])}
+                for r in rows
+            ]
+    return out
+
+
+def write_mmlu_records(release_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> dict[str, int]:
+    """Write :func:`mmlu_release_records` as ``out_dir/<split>/<subject>.jsonl`` and
+    ``out_dir/<split>/all.jsonl`` (every subject, sorted by subject as the hub's ``all``).
+    Returns the number of records per split."""
+    counts = {}
+    for split, subjects in mmlu_release_records(release_dir).items():
+        folder = Path(out_dir, split)
+        folder.mkdir(parents=True, exist_ok=True)
+        every = []
+        for subject, records in sorted(subjects.items()):
+            _write_jsonl(folder / f"{subject}.jsonl", records)
+            every += records
+        _write_jsonl(folder / "all.jsonl", every)
+        counts[split] = len(every)
+    return counts
+
+
+def _write_jsonl(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")

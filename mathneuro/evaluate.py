@@ -167,6 +167,20 @@ def task_manager(tasks: list[str], include_path=None):
     return manager
 
 
+# lm-eval's batch size "auto" finds the largest batch that fits in GPU memory by catching CUDA
+# out-of-memory errors, starting from this size. On the CPU nothing runs out, so it always lands
+# here, after a forward pass of this many sequences of the model's maximum length (minutes).
+AUTO_MAX_BATCH_SIZE = 64
+
+
+def resolve_batch_size(batch_size: int | str, model) -> int | str:
+    """``"auto"`` stays for a model on a GPU; on the CPU it is the size lm-eval's search would
+    return anyway (``AUTO_MAX_BATCH_SIZE``), without the search."""
+    if batch_size == "auto" and next(model.parameters()).device.type == "cpu":
+        return AUTO_MAX_BATCH_SIZE
+    return batch_size
+
+
 def evaluate(model, tokenizer, tasks: list[str], *, include_path=None,
              limit: int | float | None = None, batch_size: int | str = 16,
              max_gen_toks: int | None = None, num_fewshot: int | None = None):
@@ -187,7 +201,7 @@ def evaluate(model, tokenizer, tasks: list[str], *, include_path=None,
     if not tasks:
         raise ValueError("evaluate() needs at least one task name")
     manager = task_manager(list(tasks), include_path)
-    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size)
+    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=resolve_batch_size(batch_size, model))
     gen_kwargs = None if max_gen_toks is None else {"max_gen_toks": int(max_gen_toks)}
     results = lm_eval.simple_evaluate(model=lm, tasks=list(tasks), task_manager=manager,
                                       limit=limit, gen_kwargs=gen_kwargs, num_fewshot=num_fewshot,

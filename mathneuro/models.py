@@ -7,6 +7,8 @@ with a message naming the model and how to prefetch it, not with a network stack
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import torch
@@ -98,3 +100,40 @@ def load_weights(path: str, **kwargs):
     """(model, tokenizer) on the CPU, whatever device the config names: for jobs that only read
     or edit weights (selection, LAPE, export), never run the model on an accelerator."""
     return load_model(path, **{**kwargs, "device": "cpu", "device_map": None})
+
+
+def checkpoint_folder(path: str, *, revision: str | None = None, offline: bool = False) -> Path:
+    """The local folder holding a model's files: ``path`` itself, or its snapshot in the HF cache."""
+    if Path(path).is_dir():
+        return Path(path)
+    from huggingface_hub import snapshot_download
+
+    patterns = ["*.safetensors", "*.safetensors.index.json", "config.json"]
+    return Path(snapshot_download(path, revision=revision, local_files_only=offline or is_offline(),
+                                  allow_patterns=patterns))
+
+
+@contextmanager
+def stored_weights(path: str, names: Iterable[str], *, dtype: str = "float32", revision: str | None = None,
+                   offline: bool = False, **_) -> Iterator[Callable[[str], torch.Tensor]]:
+    """``read(name)``: the parameter ``name`` read from the model's safetensors files, as ``dtype``
+    (what ``load_model`` would hold), one tensor per call: the model is never built.
+
+    Raises LookupError when the checkpoint is not in safetensors or lacks one of ``names`` (some
+    checkpoints store weights under other names than the model's parameters): load the model then.
+    Extra keyword arguments (a job's model settings: device, device_map) are ignored.
+    """
+    from safetensors import safe_open
+
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(DTYPES)}")
+    files = sorted(checkpoint_folder(path, revision=revision, offline=offline).glob("*.safetensors"))
+    if not files:
+        raise LookupError(f"{path}: no safetensors files")
+    with ExitStack() as stack:
+        handles = [stack.enter_context(safe_open(str(f), framework="pt")) for f in files]
+        where = {key: handle for handle in handles for key in handle.keys()}
+        missing = [name for name in names if name not in where]
+        if missing:
+            raise LookupError(f"{path}: the checkpoint has no tensor(s) {missing[:3]}")
+        yield lambda name: where[name].get_tensor(name).to(DTYPES[dtype])

@@ -1,4 +1,5 @@
-"""Top-K selection of important weights: S = |W| · stat, largest K fraction.
+"""Top-K selection of important weights (S = |W| · stat, largest K fraction) and the method's
+identification step: the skill's top-K set minus each control's (``specific``, ``identify``).
 
 Scopes:
 
@@ -14,14 +15,14 @@ threshold with two histogram passes over the float32 bit patterns before a third
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import torch
 from torch import nn
 
 from mathneuro.collect import ActivationStats
 from mathneuro.masks import ParameterMask
-from mathneuro.targets import Target, find_targets
+from mathneuro.targets import Target, find_targets, importance
 
 SCOPES = ("matrix", "row", "global")
 
@@ -32,16 +33,17 @@ def check_fraction(fraction: float) -> None:
 
 
 def _scores(targets: Sequence[Target], stats: ActivationStats) -> Iterator[tuple[Target, torch.Tensor]]:
-    """(target, importance) one matrix at a time, after checking the stats fit the targets."""
+    """(target, importance) one matrix at a time, each weight read once, after checking that the
+    statistics cover every target."""
     missing = [t.name for t in targets if t.name not in stats.stats]
     if missing:
         raise ValueError(f"activation statistics have no entry for layer(s) {missing[:3]}: collected for another model?")
     for t in targets:
-        stat = stats.stats[t.name]
-        if stat.shape != (t.in_features,):
-            raise ValueError(f"statistics for {t.name!r} have shape {tuple(stat.shape)}, layer has {t.in_features} inputs")
-    for t in targets:
-        yield t, t.importance(stats.stats[t.name])
+        weight, stat = t.weight, stats.stats[t.name]
+        in_features = weight.shape[0] if t.transposed else weight.shape[1]
+        if stat.shape != (in_features,):
+            raise ValueError(f"statistics for {t.name!r} have shape {tuple(stat.shape)}, layer has {in_features} inputs")
+        yield t, importance(weight, stat, transposed=t.transposed)
 
 
 def top_k_flat(scores: torch.Tensor, k: int) -> torch.Tensor:
@@ -132,14 +134,18 @@ _SCOPE_FUNCTIONS = {"matrix": _matrix_scope, "row": _row_scope, "global": _globa
 
 
 def top_k(
-    model: nn.Module,
+    model: nn.Module | None,
     stats: ActivationStats,
     fraction: float,
     *,
     scope: str = "matrix",
     targets: Sequence[Target] | None = None,
 ) -> ParameterMask:
-    """The top-``fraction`` weights of every target by importance |W| · stat."""
+    """The top-``fraction`` weights of every target by importance |W| · stat.
+
+    ``targets`` default to ``find_targets(model)``; with ``targets`` given, ``model`` is unused
+    (None is fine, e.g. for ``targets.stored_targets`` read from a checkpoint).
+    """
     check_fraction(fraction)
     if scope not in SCOPES:
         raise ValueError(f"unknown scope {scope!r}; choose one of {SCOPES}")
@@ -155,3 +161,30 @@ def top_k(
         "stats": stats.metadata,
     }
     return ParameterMask(masks, provenance)
+
+
+def specific(skill_top: ParameterMask, control_top: ParameterMask) -> ParameterMask:
+    """MathNeuro's step 3: the entries in the skill's top-K set that are not in the control's."""
+    chosen = skill_top - control_top
+    chosen.provenance = {"method": "mathneuro", "skill": skill_top.provenance, "control": control_top.provenance}
+    return chosen
+
+
+def identify(
+    model: nn.Module,
+    stats: Mapping[str, ActivationStats],
+    skill: str,
+    fraction: float,
+    *,
+    scope: str = "matrix",
+    targets: Sequence[Target] | None = None,
+) -> tuple[dict[str, ParameterMask], dict[str, ParameterMask]]:
+    """MathNeuro's steps 2-3 at one K: the top-``fraction`` set of every data set in ``stats``
+    (the skill's is Wanda's set), and for every other data set (a control) the skill-specific set
+    ``specific(top[skill], top[control])``. Returns ``(top, specific_sets)`` keyed by data set.
+    """
+    if skill not in stats or len(stats) < 2:
+        raise ValueError(f"identify needs statistics of the skill {skill!r} and at least one control, got {sorted(stats)}")
+    targets = list(targets) if targets is not None else find_targets(model)
+    top = {name: top_k(model, s, fraction, scope=scope, targets=targets) for name, s in stats.items()}
+    return top, {name: specific(top[skill], top[name]) for name in stats if name != skill}

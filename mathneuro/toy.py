@@ -6,16 +6,10 @@ tokenizer is a small byte-level BPE that puts every digit into its own token (th
 first digit of a number carries the leading space, ``"Ġ4"``), so numbers are spelled
 digit by digit and digits stay exclusive to the math task.
 
-Everything is seeded: the same data and seed give bit-identical weights on CPU.
-
-Defaults (measured on one CPU thread, 2026-12-02): with the synthetic train splits at
-``n_train`` math 30000, reading 10000, facts 2000 (``n_test`` 200 each), ``train_toy``
-with its defaults (0.62M parameters, 2400 steps of 32 texts, answer-only loss, one
-task per batch drawn 0.6/0.2/0.2) trains in about 8.3 minutes of CPU time (9.7 min
-wall on a shared, busy machine) and scores 94% (math), 99% (reading), 94.5% (facts)
-on the test splits via ``mathneuro.evaluate``. Use many distinct math and reading texts: with a few thousand,
-the model memorises them (train loss near 0, test accuracy far lower). One thread is
-faster than two on a CPU shared with other jobs (OpenMP threads wait on each other).
+Everything is seeded: the same data and seed give bit-identical weights on CPU. ``train_toy``'s
+defaults are the embedded default's (README: its measured time and accuracies). Use many
+distinct math and reading texts: with a few thousand, the model memorises them. ``random_model``
+builds an untrained model of any architecture with a tokenizer trained on given texts.
 """
 
 from __future__ import annotations
@@ -280,3 +274,28 @@ def load_toy(path: str | Path):
     model = AutoModelForCausalLM.from_pretrained(path)
     model.eval()
     return model, tokenizer
+
+
+def random_model(texts: Sequence[str], architecture: Mapping[str, Any], out_dir: str | Path, *,
+                 seed: int = 0, log: Log = print) -> None:
+    """Save a randomly initialised causal LM and a byte-level BPE tokenizer trained on ``texts``.
+
+    ``architecture`` holds transformers config values: ``model_type`` (e.g. ``llama``) and sizes
+    (``hidden_size``, ``num_hidden_layers``...; ``vocab_size`` is the tokenizer's target size,
+    default 4096). For checking a pipeline on real text without a real model, and for timing a
+    real model's shape (e.g. Llama 3.2 1B's config values) without downloading it.
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    values = dict(architecture)
+    model_type = values.pop("model_type")
+    tokenizer = build_tokenizer(texts, vocab_size=int(values.pop("vocab_size", 4096)))
+    ids = {f"{kind}_token_id": tokenizer.convert_tokens_to_ids(SPECIAL_TOKENS[f"{kind}_token"])
+           for kind in ("pad", "bos", "eos")}
+    config = AutoConfig.for_model(model_type, vocab_size=len(tokenizer), **ids, **values)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config)
+    log(f"random {model_type}: {sum(p.numel() for p in model.parameters()):,} parameters, "
+        f"tokenizer of {len(tokenizer)} tokens trained on {len(texts)} texts")
+    model.save_pretrained(out_dir, safe_serialization=True)
+    tokenizer.save_pretrained(out_dir)

@@ -1,0 +1,117 @@
+"""One folder of lm-eval task YAMLs per evaluation suite: lm-eval's own tasks, data redirected.
+
+``write_suite`` resolves every task a suite names (lm-eval's built-in tasks, a user's
+``include_path`` tasks, groups and tags) down to its leaf tasks and writes, for each, a YAML that
+``include``s the installed definition unchanged: prompts, few-shot examples, filters and metrics
+are lm-eval's. Only where the data comes from may change: a leaf whose ``dataset_path`` has a
+``local_data`` entry (``mathneuro.data.local_files``) reads local files in the hub's record format
+instead (``dataset_path: json``, ``dataset_kwargs.data_files``). Groups are written the same way
+(an ``include`` of their definition), so the folder is a complete registry: evaluation jobs index
+it alone (``TaskManager(include_path=folder, include_defaults=False)``), not lm-eval's ~15,000
+built-in YAMLs.
+
+The project's own synthetic tasks (``toy_*``) are written by ``mathneuro.evaluate``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mathneuro.data import local_entry, local_files
+
+MANIFEST = "suite.json"
+# Splits a task config may read; every one it names must exist in the local files.
+SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_split")
+
+
+def leaf_tasks(manager, names: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(leaves, groups)``: index entries of every task and group that ``names`` reach."""
+    leaves: dict[str, Any] = {}
+    groups: dict[str, Any] = {}
+
+    def members(cfg: Mapping[str, Any]):
+        for member in cfg.get("task", []):
+            if isinstance(member, str):
+                yield member
+            elif "group" in member and member["group"] not in manager.task_index:
+                yield from members(member)  # a group defined inline
+            else:
+                yield member.get("group") or member["task"]
+
+    def visit(name: str) -> None:
+        entry = manager.task_index.get(name)
+        if entry is None:
+            raise ValueError(f"lm-eval knows no task, group or tag {name!r}")
+        kind = entry.kind.name
+        if kind == "TAG":
+            for member in sorted(entry.tags):
+                visit(member)
+        elif kind == "GROUP":
+            groups[name] = entry
+            for member in members(entry.cfg):
+                visit(member)
+        else:
+            leaves[name] = entry
+
+    for name in names:
+        visit(name)
+    return leaves, groups
+
+
+def _redirect(name: str, cfg: Mapping[str, Any], local_data: Mapping[str, Any]) -> dict[str, Any]:
+    """The config keys that point task ``name`` at local files, or {} when its data is not local."""
+    hub_id = cfg.get("dataset_path")
+    if not hub_id or local_entry(local_data, hub_id) is None:
+        return {}
+    splits = sorted({cfg[key] for key in SPLIT_KEYS if cfg.get(key)})
+    try:
+        builder, files = local_files(local_data, hub_id, cfg.get("dataset_name"), splits)
+    except ValueError as err:
+        raise ValueError(f"lm-eval task {name!r} reads {hub_id} splits {splits}: {err}") from err
+    missing = [f for paths in files.values() for f in paths if not Path(f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"lm-eval task {name!r}: local copy of {hub_id} not found: {missing[:3]}")
+    absolute = {split: [str(Path(f).resolve()) for f in paths] for split, paths in files.items()}
+    return {"dataset_path": builder, "dataset_name": None, "dataset_kwargs": {"data_files": absolute}}
+
+
+def write_suite(
+    tasks: Sequence[str],
+    out_dir: str | Path,
+    *,
+    include_path: str | None = None,
+    local_data: Mapping[str, Any] | None = None,
+    manager=None,
+) -> dict[str, Any]:
+    """Write the YAMLs of every leaf task and group that ``tasks`` reach into ``out_dir``.
+
+    Returns (and writes as ``suite.json``) a manifest: per leaf task its source YAML and, when
+    redirected, the local files it reads. Raises before writing anything when a task is unknown,
+    or its local data lacks a split the task reads or a file.
+    """
+    if manager is None:
+        from lm_eval.tasks import TaskManager
+
+        manager = TaskManager(include_path=include_path)
+    leaves, groups = leaf_tasks(manager, tasks)
+    redirects = {name: _redirect(name, entry.cfg or {}, local_data or {}) for name, entry in leaves.items()}
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, entry in {**groups, **leaves}.items():
+        if entry.yaml_path is None:
+            raise ValueError(f"lm-eval task {name!r} has no YAML definition to include")
+        config = {"include": str(Path(entry.yaml_path).resolve()), **redirects.get(name, {})}
+        (out_dir / f"{name}.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    manifest = {
+        "tasks": list(tasks),
+        "groups": sorted(groups),
+        "leaves": {name: {"source": str(entry.yaml_path), "data_files": redirects[name].get("dataset_kwargs", {}).get("data_files")}
+                   for name, entry in sorted(leaves.items())},
+    }
+    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    return manifest
