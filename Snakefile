@@ -1,7 +1,8 @@
 """MathNeuro as a cached Snakemake workflow: activations -> top-K -> masks -> edits -> lm-eval -> tables.
 
-Default: the embedded toy (config.yaml). Real models: `--configfile configs/<model>.yaml`,
-which replaces the default instead of merging with it. See README.md.
+Default: the embedded toy (config.yaml). Other studies: `--configfile <file>`, which replaces the
+default; a file's `base:` names the files it builds on (configs/models/*.yaml build on
+configs/paper.yaml). See README.md.
 """
 
 import os

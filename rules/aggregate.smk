@@ -1,4 +1,4 @@
-"""Stage 4: the paper's tables (tidy Parquet) and their plots."""
+"""Stage 4: the study's tables (tidy Parquet) and their plots, under results/tables/<study>/."""
 
 
 localrules:
@@ -12,12 +12,12 @@ rule aggregate:
         counts=[f for m in config["models"] for f in counts_files(m)],
         consistency=[f for m in config["models"] for f in consistency_files(m)],
     output:
-        tables=[f"{R}/tables/{t}.parquet" for t in TABLES],
-        summaries=[f"{R}/tables/{t}_summary.parquet" for t in TABLES],
+        tables=[table_path(t) for t in TABLES],
+        summaries=[table_path(t, summary=True) for t in TABLES],
     log:
-        "logs/aggregate.log",
+        f"logs/aggregate/{STUDY}.log",
     benchmark:
-        f"{R}/benchmarks/aggregate.tsv"
+        f"{R}/benchmarks/aggregate/{STUDY}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -27,20 +27,19 @@ rule aggregate:
     params:
         pruning_edit=config["pruning"]["edit"],
         scaling_edits=config["scaling"]["edits"],
-        n_samples=N_MAIN,
     script:
         "../workflow_scripts/aggregate.py"
 
 
 rule plots:
     input:
-        [f"{R}/tables/{t}.parquet" for t in TABLES],
+        [table_path(t) for t in TABLES],
     output:
-        [f"{R}/tables/plots/{t}.png" for t in TABLES],
+        [plot_path(t) for t in TABLES],
     log:
-        "logs/plots.log",
+        f"logs/plots/{STUDY}.log",
     benchmark:
-        f"{R}/benchmarks/plots.tsv"
+        f"{R}/benchmarks/plots/{STUDY}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1

@@ -1,25 +1,54 @@
-"""Validation, wildcard constraints, path builders and input functions shared by every stage."""
+"""Config composition and validation, wildcard constraints, paths, and the input functions and
+params the stages share."""
 
+import glob
 import math
+import re
+from importlib.metadata import version
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from mathneuro.data import validate_spec
+from mathneuro.configs import compose
+from mathneuro.data import local_entry, split_names, validate_spec
+from mathneuro.methods import METHODS, NO_CONTROL, OWN_SIZE
+from mathneuro.methods import controls as method_controls
+from mathneuro.methods import k_labels as method_k_labels
 
-validate(config, "../schemas/config.schema.yaml")
+# Config ------------------------------------------------------------------------------------------
 
+
+def config_error(message):
+    raise WorkflowError(f"config: {message}")
+
+
+try:
+    _composed = compose(
+        workflow.overwrite_configfiles or workflow.configfiles,
+        workflow.config_settings.config,
+    )
+except ValueError as err:
+    config_error(str(err))
+config.clear()
+config.update(_composed)
+validate(config, "../schemas/config.schema.yaml")  # fills in the schema's defaults
+
+STUDY = config["study"]
 ID = config["identification"]
 EVAL = config["evaluation"]
 SKILL = ID["skill"]
 CONTROLS = ID["controls"]
+DATASETS = [SKILL, *CONTROLS]
 N_MAIN = ID["n_samples"]
 SEEDS = ID["seeds"]
 CONSISTENCY = config["consistency"]
-# Sample counts of the consistency analysis other than the main one: each is the first n texts
-# of one draw, all collected in one pass per (data set, seed) by rule collect_draws.
-DRAW_N = sorted(set(CONSISTENCY["n_samples"]) - {N_MAIN})
+K = dict(
+    sorted(ID["k"].items(), key=lambda item: item[1])
+)  # label -> fraction, smallest first
+EDITS = config["edits"]  # label -> weight factor
+TOP_K_METHOD = next(m.name for m in METHODS.values() if m.top_k_set)
+LM_EVAL_VERSION = version("lm-eval")  # task definitions change with it
 
 
 def canonical(value):
@@ -31,18 +60,8 @@ def canonical(value):
     return value
 
 
-K = dict(
-    sorted(ID["k"].items(), key=lambda item: item[1])
-)  # label -> fraction, smallest first
-EDITS = config["edits"]  # label -> weight factor
-LAPE_K = (
-    "auto"  # LAPE picks its own neurons (top_rate), so it has one mask, not one per K
-)
-SPECIFIC = ("mathneuro", "random")  # methods whose mask depends on the control set
-
-
-def config_error(message):
-    raise WorkflowError(f"config: {message}")
+def is_toy_task(task):
+    return task.startswith("toy_")
 
 
 def check_config():
@@ -62,7 +81,7 @@ def check_config():
     for key, labels in [
         ("pruning.k", config["pruning"]["k"]),
         ("scaling.k", config["scaling"]["k"]),
-        ("consistency.k", [config["consistency"]["k"]]),
+        ("consistency.k", [CONSISTENCY["k"]]),
     ]:
         for label in labels:
             if label not in K:
@@ -78,11 +97,21 @@ def check_config():
                 config_error(
                     f"{key} names edit {label!r}, not among edits: {sorted(EDITS)}"
                 )
-    for key in ("pruning", "scaling"):
-        for method in config[key]["methods"]:
-            if method not in config["methods"]:
+    for key, names in [
+        ("methods", config["methods"]),
+        ("pruning.methods", config["pruning"]["methods"]),
+        ("scaling.methods", config["scaling"]["methods"]),
+    ]:
+        for name in names:
+            if name not in METHODS:
+                config_error(f"{key} has {name!r}; methods are {sorted(METHODS)}")
+            if key != "methods" and name not in config["methods"]:
                 config_error(
-                    f"{key}.methods has {method!r}, which is not in methods: {config['methods']}"
+                    f"{key} has {name!r}, which is not in methods: {config['methods']}"
+                )
+            if key == "scaling.methods" and not METHODS[name].scalable:
+                config_error(
+                    f"scaling.methods has {name!r}, whose sets cannot be scaled entry by entry"
                 )
     for name, spec in datasets.items():
         for reserved in ("n", "seed"):
@@ -96,17 +125,19 @@ def check_config():
         except ValueError as err:
             config_error(f"datasets.{name}: {err}")
     for name, model in models.items():
-        if model["path"] == "toy" and (
-            "toy_model" not in config or "synthetic" not in config
-        ):
+        if model["path"] == "toy" and "synthetic" not in config:
             config_error(
-                f"models.{name}.path is 'toy' but the config has no toy_model / synthetic section"
+                f"models.{name}.path is 'toy' but the config has no synthetic section"
+            )
+        if (model["path"] == "random") != ("architecture" in model):
+            config_error(
+                f"models.{name}: `architecture` goes with path 'random', and only with it"
             )
     for name, suite in EVAL["suites"].items():
         for task in suite["tasks"]:
-            if task.startswith("toy_") and task[4:] not in config.get(
-                "synthetic", {}
-            ).get("tasks", {}):
+            if is_toy_task(task) and task[4:] not in config.get("synthetic", {}).get(
+                "tasks", {}
+            ):
                 config_error(
                     f"evaluation.suites.{name} has {task!r} but synthetic.tasks has no {task[4:]!r}"
                 )
@@ -119,7 +150,7 @@ wildcard_constraints:
     model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     control=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-    method="|".join(["mathneuro", "wanda", "random", "lape"]),
+    method="|".join(METHODS),
     n=r"\d+",
     seed=r"\d+",
     k=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
@@ -128,9 +159,10 @@ wildcard_constraints:
     task=r"[a-z]+",
 
 
-# Paths ------------------------------------------------------------------------------------------
+# Paths: one function per kind of output, used by the rules that write and read it -----------------
 
 R = "results"
+TABLES = ["pruning", "scaling", "consistency", "layers", "share"]
 
 
 def stats_path(model, dataset, n, seed):
@@ -142,22 +174,33 @@ def topk_path(model, dataset, n, seed, k):
 
 
 def mask_path(model, method, control, n, seed, k):
-    """Where a method's mask lives. Wanda's is the skill's top-K set itself, no copy."""
-    if method == "wanda":
+    """Where a method's set lives. A TopK-set method (Wanda) reads the skill's TopK set itself."""
+    if METHODS[method].top_k_set:
         return topk_path(model, SKILL, n, seed, k)
     return f"{R}/{model}/masks/{method}/{control}/n{n}/seed{seed}/k{k}.safetensors"
 
 
-def draw_stats_path(model, dataset, seed, n):
-    return f"{R}/{model}/draws/stats/{dataset}/seed{seed}/n{n}.safetensors"
+def counts_path(model, method, control, n, seed, k):
+    """Selected entries per matrix of one set (for the layer and share tables). A TopK set's
+    counts are written by its top_k job under method "topk" and control = its data set.
+    """
+    if method in METHODS and METHODS[method].top_k_set:
+        return counts_path(model, "topk", SKILL, n, seed, k)
+    return f"{R}/{model}/counts/{method}/{control}/n{n}/seed{seed}/k{k}.parquet"
 
 
-def draw_mask_path(model, control, seed, n):
-    """MathNeuro mask of the first n texts of consistency draw `seed`, at consistency.k."""
-    k = CONSISTENCY["k"]
-    return (
-        f"{R}/{model}/draws/masks/mathneuro/{control}/seed{seed}/n{n}/k{k}.safetensors"
-    )
+def top_k_labels(wildcards):
+    """How a TopK set's counts are labelled: the skill's set is the TopK-set method's (Wanda's)."""
+    is_skill = wildcards.dataset == SKILL
+    return {
+        "model": wildcards.model,
+        "method": TOP_K_METHOD if is_skill else "topk",
+        "control": NO_CONTROL if is_skill else wildcards.dataset,
+        "n_samples": int(wildcards.n),
+        "seed": int(wildcards.seed),
+        "k": wildcards.k,
+        "k_fraction": K[wildcards.k],
+    }
 
 
 def eval_path(model, method, control, n, seed, k, edit, suite):
@@ -168,20 +211,23 @@ def base_eval_path(model, suite):
     return f"{R}/{model}/eval/base/{suite}.parquet"
 
 
-def counts_path(model, group, control, n, seed):
-    """Per-layer counts of the masks made by one job: group 'topk' (MathNeuro/Wanda/random) or 'lape'."""
-    return f"{R}/{model}/counts/{group}/{control}/n{n}/seed{seed}.parquet"
+def consistency_path(model, control, n):
+    return f"{R}/{model}/consistency/{control}/n{n}.parquet"
 
 
-def log_path(rule, stem):
-    return f"logs/{rule}/{stem}.log"
+def suite_dir(suite):
+    return f"{R}/tasks/{suite}"
 
 
-def bench_path(rule, stem):
-    return f"{R}/benchmarks/{rule}/{stem}.tsv"
+def table_path(name, summary=False):
+    return f"{R}/tables/{STUDY}/{name}{'_summary' if summary else ''}.parquet"
 
 
-# Model parameters and resources ----------------------------------------------------------------
+def plot_path(name):
+    return f"{R}/tables/{STUDY}/plots/{name}.png"
+
+
+# Models: what a job needs to load one, and what it asks of the cluster -----------------------------
 
 
 def model_config(model):
@@ -191,8 +237,15 @@ def model_config(model):
 
 
 def model_dir(model):
-    """Local folder of the toy model (a workflow output), else None."""
-    return f"{R}/models/{model}" if model_config(model)["path"] == "toy" else None
+    """Local folder of a model the workflow builds (toy, random), else None."""
+    built = model_config(model)["path"] in ("toy", "random")
+    return f"{R}/models/{model}" if built else None
+
+
+def models_built_as(kind):
+    """Wildcard constraint: the labels of the models whose path is `kind` (toy, random)."""
+    labels = [m for m, c in config["models"].items() if c["path"] == kind]
+    return "|".join(map(re.escape, labels)) or "(?!)"
 
 
 def model_input(wildcards):
@@ -203,36 +256,35 @@ def model_input(wildcards):
 def model_params(wildcards):
     """Everything a job needs to load the model: plain values only."""
     cfg = model_config(wildcards.model)
-    gpus = cfg.get("gpus", 1)
     return {
         "path": model_dir(wildcards.model) or cfg["path"],
-        "revision": cfg.get("revision"),
-        "dtype": cfg.get("dtype", "bfloat16"),
-        "device": cfg.get("device", "auto"),
-        "device_map": "auto" if gpus > 1 else None,
-        "offline": bool(config.get("offline", False)),
+        "revision": cfg["revision"],
+        "dtype": cfg["dtype"],
+        "device": cfg["device"],
+        "device_map": "auto" if cfg["gpus"] > 1 else None,
+        "offline": config["offline"],
     }
 
 
-def size_b(model):
-    return float(model_config(model).get("size_b", 1.0))
-
-
 def gpus(wildcards):
-    return int(model_config(wildcards.model).get("gpus", 1))
+    return model_config(wildcards.model)["gpus"]
 
 
 def model_threads(wildcards):
-    return int(model_config(wildcards.model).get("threads", 1))
+    return model_config(wildcards.model)["threads"]
 
 
-def gpu_mem_mb(wildcards):
-    """Host memory for a job holding the model: weights (2 bytes per parameter) plus headroom."""
+def size_b(model):
+    return float(model_config(model)["size_b"])
+
+
+def model_job_mem_mb(wildcards):
+    """Host memory of a job that holds the model: its weights (2 bytes per parameter) plus headroom."""
     return int(4000 + 3000 * size_b(wildcards.model))
 
 
-def cpu_mem_mb(wildcards):
-    """Top-K over float32 scores one matrix at a time, plus the model's weights on the host."""
+def weights_job_mem_mb(wildcards):
+    """Host memory of a job that reads the weights on the CPU and scores one matrix at a time."""
     return int(4000 + 4000 * size_b(wildcards.model))
 
 
@@ -242,7 +294,68 @@ def runtime_min(per_billion, floor=10):
     )
 
 
+def target_params():
+    """Which matrices are scored (every job that scores, collects or masks reads the same)."""
+    return {
+        "include": ID["include"],
+        "exclude": ID["exclude"],
+        "untied_lm_head": ID["untied_lm_head"],
+    }
+
+
 # Data --------------------------------------------------------------------------------------------
+
+
+def mmlu_release_dir(hub_id):
+    """Where the workflow writes an MMLU release converted to hub records."""
+    return f"{R}/data/local/{hub_id}"
+
+
+RELEASES = {
+    hub_id: entry["mmlu_release"]
+    for hub_id, entry in config["local_data"].items()
+    if "mmlu_release" in entry
+}
+
+
+def local_data():
+    """config.local_data with each MMLU release replaced by the files it is converted to."""
+    table = {}
+    for hub_id, entry in config["local_data"].items():
+        if hub_id in RELEASES:
+            files = {
+                split: f"{mmlu_release_dir(hub_id)}/{split}/{{name}}.jsonl"
+                for split in ("dev", "validation", "test")
+            }
+            entry = {"aliases": entry["aliases"], "files": files}
+        table[hub_id] = canonical(entry)
+    return table
+
+
+LOCAL_DATA = local_data()
+
+
+def existing_or_globbed(pattern):
+    """A file name as it is (a missing one is reported by Snakemake), or a glob's matches."""
+    return sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
+
+
+def local_inputs(hub_id, name, splits):
+    """What a local copy of `hub_id` reads for `splits` of config `name` ("*": every config)."""
+    if hub_id in RELEASES:
+        return [mmlu_release_dir(hub_id)]
+    files = []
+    for split in splits:
+        patterns = LOCAL_DATA[hub_id]["files"].get(split, [])
+        for pattern in [patterns] if isinstance(patterns, str) else patterns:
+            files += existing_or_globbed(pattern.replace("{name}", name or ""))
+    return files
+
+
+def local_key(hub_id):
+    """The local_data key that serves hub id `hub_id` (by key or alias), or None."""
+    entry = local_entry(LOCAL_DATA, hub_id)
+    return next((key for key, e in LOCAL_DATA.items() if e is entry), None)
 
 
 def dataset_spec(dataset, n, seed):
@@ -250,34 +363,69 @@ def dataset_spec(dataset, n, seed):
 
 
 def dataset_input(wildcards):
-    """A data set file made by the workflow (synthetic tasks) is an input; outside files are not."""
-    path = config["datasets"][wildcards.dataset].get("path", "")
-    return [path] if str(path).startswith(f"{R}/") else []
+    return dataset_files(wildcards.dataset)
+
+
+def dataset_files(dataset):
+    """Every file reading data set `dataset` reads: its own files, or those of its local copy."""
+    spec = config["datasets"][dataset]
+    if spec["source"] in ("json", "csv", "parquet"):
+        return existing_or_globbed(spec["path"])
+    key = local_key(spec["path"]) if spec["source"] == "hf" else None
+    if key is None:
+        return []
+    return local_inputs(
+        key, spec.get("name"), split_names(spec.get("split") or "train")
+    )
+
+
+def dataset_local_data(wildcards):
+    """The local_data entry a data set is read from (param: changing it reruns the collection)."""
+    spec = config["datasets"][wildcards.dataset]
+    key = local_key(spec["path"]) if spec["source"] == "hf" else None
+    return {key: LOCAL_DATA[key]} if key else {}
 
 
 def synthetic_tasks():
     return sorted(config.get("synthetic", {}).get("tasks", {}))
 
 
+# Evaluation --------------------------------------------------------------------------------------
+
+
 def suite(wildcards):
     return canonical(EVAL["suites"][wildcards.suite])
 
 
-def suite_task_files(wildcards):
-    """Task YAMLs the workflow writes for the synthetic tasks a suite uses."""
+def suite_inputs(wildcards):
+    """Files a suite's task folder is made from, by name: each toy task's test split, and the
+    local data and user task files that lm-eval's tasks may read."""
     tasks = EVAL["suites"][wildcards.suite]["tasks"]
-    return [f"{R}/tasks/{t}.yaml" for t in tasks if t.startswith("toy_")]
+    inputs = {
+        t: f"{R}/data/synthetic/{t[4:]}/test.jsonl" for t in tasks if is_toy_task(t)
+    }
+    if any(not is_toy_task(t) for t in tasks):
+        inputs["local_data"] = [
+            f
+            for hub_id, entry in LOCAL_DATA.items()
+            for f in local_inputs(hub_id, "*", sorted(entry["files"]))
+        ]
+        if EVAL["include_path"]:
+            inputs["user_tasks"] = sorted(
+                str(p) for p in Path(EVAL["include_path"]).rglob("*.yaml")
+            )
+    return inputs
 
 
-# Variants: which masks, edits and evaluations the analyses need ----------------------------------
-
-
-def controls_for(method):
-    return ["none"] if method == "wanda" else CONTROLS
-
-
-def k_labels(method, labels):
-    return [LAPE_K] if method == "lape" else labels
+def suite_lm_eval(wildcards):
+    """What lm-eval's tasks in a suite depend on besides their names (nothing for toy suites)."""
+    if all(is_toy_task(t) for t in EVAL["suites"][wildcards.suite]["tasks"]):
+        return {}
+    return {
+        "include_path": EVAL["include_path"],
+        "local_data": LOCAL_DATA,
+        "version": LM_EVAL_VERSION,
+    }
 
 
 def variants(analysis):
@@ -287,9 +435,9 @@ def variants(analysis):
     return [
         (method, control, N_MAIN, seed, k, edit)
         for method in section["methods"]
-        for control in controls_for(method)
+        for control in method_controls(method, CONTROLS)
         for seed in SEEDS
-        for k in k_labels(method, section["k"])
+        for k in method_k_labels(method, section["k"])
         for edit in edits
     ]
 
@@ -302,36 +450,38 @@ def evaluation_files(model):
     return files
 
 
-def consistency_mask(model, control, n, seed):
-    """One identification of the consistency analysis: the main one at n = identification.n_samples
-    (already made), else the first n texts of draw `seed`."""
-    if int(n) == N_MAIN:
-        return mask_path(model, "mathneuro", control, n, seed, CONSISTENCY["k"])
-    return draw_mask_path(model, control, seed, n)
+# Sets for the layer and share tables, and the consistency analysis --------------------------------
+
+
+def study_k():
+    """The K labels some analysis uses, smallest first."""
+    used = (
+        set(config["pruning"]["k"]) | set(config["scaling"]["k"]) | {CONSISTENCY["k"]}
+    )
+    return [k for k in K if k in used]
 
 
 def counts_files(model):
-    files = [counts_path(model, "topk", c, N_MAIN, s) for c in CONTROLS for s in SEEDS]
-    if "lape" in config["methods"]:
-        files += [
-            counts_path(model, "lape", c, N_MAIN, s) for c in CONTROLS for s in SEEDS
-        ]
-    return files
+    return [
+        counts_path(model, method, control, N_MAIN, seed, k)
+        for method in config["methods"]
+        for control in method_controls(method, CONTROLS)
+        for seed in SEEDS
+        for k in method_k_labels(method, study_k())
+    ]
 
 
 def consistency_files(model):
     return [
-        f"{R}/{model}/consistency/{c}/n{n}.parquet"
+        consistency_path(model, c, n)
         for c in CONTROLS
         for n in CONSISTENCY["n_samples"]
     ]
 
 
-TABLES = ["pruning", "scaling", "consistency", "layers", "share"]
-
-
 def final_outputs():
-    tables = [f"{R}/tables/{t}.parquet" for t in TABLES] + [
-        f"{R}/tables/{t}_summary.parquet" for t in TABLES
-    ]
-    return tables + [f"{R}/tables/plots/{t}.png" for t in TABLES]
+    return (
+        [table_path(t) for t in TABLES]
+        + [table_path(t, summary=True) for t in TABLES]
+        + [plot_path(t) for t in TABLES]
+    )

@@ -1,4 +1,5 @@
-"""Stage 0: the project's own synthetic tasks and their lm-eval task configs."""
+"""Stage 0: data. The project's synthetic tasks, local copies of hub data sets, and one folder of
+lm-eval task YAMLs per evaluation suite."""
 
 
 rule synthetic_data:
@@ -18,25 +19,52 @@ rule synthetic_data:
     params:
         n_train=lambda wc: config["synthetic"]["tasks"][wc.task]["n_train"],
         n_test=lambda wc: config["synthetic"]["tasks"][wc.task]["n_test"],
-        seed=config.get("synthetic", {}).get("seed", 0),
+        seed=config.get("synthetic", {}).get("seed"),
     script:
         "../workflow_scripts/synthetic_data.py"
 
 
-rule task_config:
+rule mmlu_records:
+    """MMLU's original release (CSV) as cais/mmlu hub records, for local_data.<id>.mmlu_release."""
     input:
-        test=f"{R}/data/synthetic/{{task}}/test.jsonl",
+        lambda wc: RELEASES[wc.hub],
     output:
-        f"{R}/tasks/toy_{{task}}.yaml",
+        directory(mmlu_release_dir("{hub}")),
     log:
-        "logs/task_config/{task}.log",
+        "logs/mmlu_records/{hub}.log",
     benchmark:
-        f"{R}/benchmarks/task_config/{{task}}.tsv"
+        f"{R}/benchmarks/mmlu_records/{{hub}}.tsv"
+    wildcard_constraints:
+        hub="|".join(map(re.escape, RELEASES)) or "(?!)",
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        mem_mb=2000,
+        runtime=10,
     script:
-        "../workflow_scripts/task_config.py"
+        "../workflow_scripts/mmlu_records.py"
+
+
+rule suite_tasks:
+    """The lm-eval task YAMLs one suite evaluates: the toy tasks, and lm-eval's own tasks
+    included unchanged with their data redirected to local copies (mathneuro.tasks)."""
+    input:
+        unpack(suite_inputs),
+    output:
+        directory(suite_dir("{suite}")),
+    log:
+        "logs/suite_tasks/{suite}.log",
+    benchmark:
+        f"{R}/benchmarks/suite_tasks/{{suite}}.tsv"
+    conda:
+        "../envs/mathneuro.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        tasks=lambda wc: EVAL["suites"][wc.suite]["tasks"],
+        lm_eval=suite_lm_eval,
+    script:
+        "../workflow_scripts/suite_tasks.py"

@@ -8,7 +8,7 @@ written per variant (at 8B that would be 16 GB each); `export_model` writes one 
 rule evaluate_base:
     input:
         model=model_input,
-        tasks=suite_task_files,
+        tasks=lambda wc: suite_dir(wc.suite),
     output:
         base_eval_path("{model}", "{suite}"),
     log:
@@ -20,13 +20,12 @@ rule evaluate_base:
     threads: model_threads
     resources:
         gpu=gpus,
-        mem_mb=gpu_mem_mb,
+        mem_mb=model_job_mem_mb,
         runtime=runtime_min(30),
     params:
         model=model_params,
         suite=suite,
-        include_path=EVAL.get("include_path"),
-        batch_size=lambda wc: model_config(wc.model).get("eval_batch_size", 16),
+        batch_size=lambda wc: model_config(wc.model)["eval_batch_size"],
         factor=None,
         labels=lambda wc: {"model": wc.model, "suite": wc.suite, "method": "base"},
     script:
@@ -36,7 +35,7 @@ rule evaluate_base:
 rule evaluate:
     input:
         model=model_input,
-        tasks=suite_task_files,
+        tasks=lambda wc: suite_dir(wc.suite),
         mask=lambda wc: mask_path(wc.model, wc.method, wc.control, wc.n, wc.seed, wc.k),
     output:
         eval_path(
@@ -58,13 +57,12 @@ rule evaluate:
     threads: model_threads
     resources:
         gpu=gpus,
-        mem_mb=gpu_mem_mb,
+        mem_mb=model_job_mem_mb,
         runtime=runtime_min(30),
     params:
         model=model_params,
         suite=suite,
-        include_path=EVAL.get("include_path"),
-        batch_size=lambda wc: model_config(wc.model).get("eval_batch_size", 16),
+        batch_size=lambda wc: model_config(wc.model)["eval_batch_size"],
         factor=lambda wc: EDITS[wc.edit],
         labels=lambda wc: {
             "model": wc.model,

@@ -1,4 +1,6 @@
-"""The toy model: trained on the synthetic tasks when a model's path is `toy`."""
+"""Models the workflow builds: `toy` (trained on the synthetic tasks) and `random` (random weights
+of a given architecture, with a tokenizer trained on the identification texts); and, on request,
+an edited model exported as a checkpoint."""
 
 
 rule train_toy_model:
@@ -12,18 +14,46 @@ rule train_toy_model:
         "logs/train_toy_model/{model}.log",
     benchmark:
         f"{R}/benchmarks/train_toy_model/{{model}}.tsv"
+    wildcard_constraints:
+        model=models_built_as("toy"),
     conda:
         "../envs/mathneuro.yaml"
-    threads: 1  # measured: one thread trains this small model faster than two
+    threads: 1  # one thread trains this small model faster than two (README)
     resources:
         gpu=0,
         mem_mb=4000,
         runtime=30,
     params:
         tasks=synthetic_tasks(),
-        hyperparameters=canonical(config.get("toy_model", {})),
+        hyperparameters=canonical(config["toy_model"]),
     script:
         "../workflow_scripts/train_toy_model.py"
+
+
+rule random_model:
+    input:
+        data=[f for d in DATASETS for f in dataset_files(d)],
+    output:
+        directory(f"{R}/models/{{model}}"),
+    log:
+        "logs/random_model/{model}.log",
+    benchmark:
+        f"{R}/benchmarks/random_model/{{model}}.tsv"
+    wildcard_constraints:
+        model=models_built_as("random"),
+    conda:
+        "../envs/mathneuro.yaml"
+    threads: 1
+    resources:
+        gpu=0,
+        mem_mb=weights_job_mem_mb,
+        runtime=30,
+    params:
+        architecture=lambda wc: canonical(model_config(wc.model)["architecture"]),
+        specs={d: canonical(config["datasets"][d]) for d in DATASETS},
+        local_data=LOCAL_DATA,
+    script:
+        "../workflow_scripts/random_model.py"
 
 
 rule export_model:
@@ -43,7 +73,7 @@ rule export_model:
         "../envs/mathneuro.yaml"
     threads: 1
     resources:
-        mem_mb=cpu_mem_mb,
+        mem_mb=weights_job_mem_mb,
         runtime=runtime_min(10),
     params:
         model=model_params,

@@ -20,21 +20,21 @@ rule prefetch:
         runtime=120,
     params:
         models=[
-            {"path": m["path"], "revision": m.get("revision")}
-            for m in config["models"].values()
-            if m["path"] != "toy"
+            {"path": m["path"], "revision": m["revision"]}
+            for label, m in config["models"].items()
+            if not model_dir(label)
         ],
         datasets=[
             {k: v for k, v in spec.items() if k in ("path", "name")}
             for spec in config["datasets"].values()
-            if spec["source"] == "hf"
+            if spec["source"] == "hf" and local_key(spec["path"]) is None
         ],
         tasks=[
             t
             for s in EVAL["suites"].values()
             for t in s["tasks"]
-            if not t.startswith("toy_")
+            if not is_toy_task(t)
         ],
-        include_path=EVAL.get("include_path"),
+        include_path=EVAL["include_path"],
     script:
         "../workflow_scripts/prefetch.py"

@@ -1,56 +1,71 @@
-"""Stage 2: top-K sets, the methods' masks (difference and baselines), and their consistency."""
+"""Stage 2: the sets. TopK of each data set, one job per K; MathNeuro = TopK(skill) - TopK(control)
+and its random baseline, one job per control and K; LAPE, one job per control; and the overlap of
+independent identifications. One job per (model, data set or control, n, seed, K): adding a K, a
+control, a seed or a sample count adds jobs and reruns none.
+"""
 
 
-rule select_masks:
-    """Top-K sets of the skill and every control, then MathNeuro = TopK(skill) - TopK(control),
-    random (same count per matrix) and Wanda = TopK(skill), for every K: one model load.
-    """
+rule top_k:
     input:
         model=model_input,
-        stats=lambda wc: [
-            stats_path(wc.model, d, wc.n, wc.seed) for d in [SKILL] + CONTROLS
-        ],
+        stats=lambda wc: stats_path(wc.model, wc.dataset, wc.n, wc.seed),
     output:
-        topk=[
-            topk_path("{model}", d, "{n}", "{seed}", k)
-            for d in [SKILL] + CONTROLS
-            for k in K
-        ],
-        masks=[
-            mask_path("{model}", method, control, "{n}", "{seed}", k)
-            for method in SPECIFIC
-            for control in CONTROLS
-            for k in K
-        ],
-        counts=[
-            counts_path("{model}", "topk", control, "{n}", "{seed}")
-            for control in CONTROLS
-        ],
+        mask=topk_path("{model}", "{dataset}", "{n}", "{seed}", "{k}"),
+        counts=counts_path("{model}", "topk", "{dataset}", "{n}", "{seed}", "{k}"),
     log:
-        "logs/select_masks/{model}/n{n}/seed{seed}.log",
+        "logs/top_k/{model}/{dataset}/n{n}/seed{seed}/k{k}.log",
     benchmark:
-        f"{R}/benchmarks/select_masks/{{model}}/n{{n}}/seed{{seed}}.tsv"
+        f"{R}/benchmarks/top_k/{{model}}/{{dataset}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
     resources:
-        mem_mb=cpu_mem_mb,
+        mem_mb=weights_job_mem_mb,
         runtime=runtime_min(5),
     params:
         model=model_params,
-        skill=SKILL,
-        controls=CONTROLS,
-        fractions=K,
-        scope=ID.get("scope", "matrix"),
-        include=ID.get("include"),
-        exclude=ID.get("exclude"),
+        fraction=lambda wc: K[wc.k],
+        scope=ID["scope"],
+        labels=top_k_labels,
+    script:
+        "../workflow_scripts/top_k.py"
+
+
+rule difference:
+    """MathNeuro's set and the random baseline with the same count in every matrix."""
+    input:
+        skill=lambda wc: topk_path(wc.model, SKILL, wc.n, wc.seed, wc.k),
+        control=lambda wc: topk_path(wc.model, wc.control, wc.n, wc.seed, wc.k),
+    output:
+        mathneuro=mask_path("{model}", "mathneuro", "{control}", "{n}", "{seed}", "{k}"),
+        random=mask_path("{model}", "random", "{control}", "{n}", "{seed}", "{k}"),
+        mathneuro_counts=counts_path(
+            "{model}", "mathneuro", "{control}", "{n}", "{seed}", "{k}"
+        ),
+        random_counts=counts_path(
+            "{model}", "random", "{control}", "{n}", "{seed}", "{k}"
+        ),
+    log:
+        "logs/difference/{model}/{control}/n{n}/seed{seed}/k{k}.log",
+    benchmark:
+        f"{R}/benchmarks/difference/{{model}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
+    conda:
+        "../envs/mathneuro.yaml"
+    threads: 1
+    resources:
+        mem_mb=weights_job_mem_mb,
+        runtime=runtime_min(2),
+    params:
         labels=lambda wc: {
             "model": wc.model,
+            "control": wc.control,
             "n_samples": int(wc.n),
             "seed": int(wc.seed),
+            "k": wc.k,
+            "k_fraction": K[wc.k],
         },
     script:
-        "../workflow_scripts/select_masks.py"
+        "../workflow_scripts/difference.py"
 
 
 rule lape_mask:
@@ -59,8 +74,8 @@ rule lape_mask:
         skill=lambda wc: stats_path(wc.model, SKILL, wc.n, wc.seed),
         control=lambda wc: stats_path(wc.model, wc.control, wc.n, wc.seed),
     output:
-        mask=mask_path("{model}", "lape", "{control}", "{n}", "{seed}", LAPE_K),
-        counts=counts_path("{model}", "lape", "{control}", "{n}", "{seed}"),
+        mask=mask_path("{model}", "lape", "{control}", "{n}", "{seed}", OWN_SIZE),
+        counts=counts_path("{model}", "lape", "{control}", "{n}", "{seed}", OWN_SIZE),
     log:
         "logs/lape_mask/{model}/{control}/n{n}/seed{seed}.log",
     benchmark:
@@ -69,77 +84,35 @@ rule lape_mask:
         "../envs/mathneuro.yaml"
     threads: 1
     resources:
-        mem_mb=cpu_mem_mb,
+        mem_mb=weights_job_mem_mb,
         runtime=runtime_min(5),
     params:
         model=model_params,
         skill=SKILL,
-        k=LAPE_K,
-        settings=canonical(config.get("lape", {})),
-        include=ID.get("include"),
-        exclude=ID.get("exclude"),
+        settings=canonical(config["lape"]),
+        targets=target_params(),
         labels=lambda wc: {
             "model": wc.model,
+            "method": "lape",
             "control": wc.control,
             "n_samples": int(wc.n),
             "seed": int(wc.seed),
+            "k": OWN_SIZE,
+            "k_fraction": None,
         },
     script:
         "../workflow_scripts/lape_mask.py"
-
-
-if DRAW_N:
-
-    rule select_draws:
-        """MathNeuro masks of the consistency draws: TopK(skill) - TopK(control) at consistency.k,
-        for every n of one seed's draw: one model load.
-        """
-        input:
-            model=model_input,
-            stats=lambda wc: [
-                draw_stats_path(wc.model, d, wc.seed, n)
-                for d in [SKILL] + CONTROLS
-                for n in DRAW_N
-            ],
-        output:
-            [
-                draw_mask_path("{model}", c, "{seed}", n)
-                for c in CONTROLS
-                for n in DRAW_N
-            ],
-        log:
-            "logs/select_draws/{model}/seed{seed}.log",
-        benchmark:
-            f"{R}/benchmarks/select_draws/{{model}}/seed{{seed}}.tsv"
-        conda:
-            "../envs/mathneuro.yaml"
-        threads: 1
-        resources:
-            mem_mb=cpu_mem_mb,
-            runtime=runtime_min(5),
-        params:
-            model=model_params,
-            skill=SKILL,
-            controls=CONTROLS,
-            sizes=DRAW_N,
-            k=CONSISTENCY["k"],
-            fraction=K[CONSISTENCY["k"]],
-            scope=ID.get("scope", "matrix"),
-            include=ID.get("include"),
-            exclude=ID.get("exclude"),
-        script:
-            "../workflow_scripts/select_draws.py"
 
 
 rule consistency:
     """Overlap of MathNeuro sets identified from independent draws of n samples."""
     input:
         lambda wc: [
-            consistency_mask(wc.model, wc.control, wc.n, s)
+            mask_path(wc.model, "mathneuro", wc.control, wc.n, s, CONSISTENCY["k"])
             for s in CONSISTENCY["seeds"]
         ],
     output:
-        f"{R}/{{model}}/consistency/{{control}}/n{{n}}.parquet",
+        consistency_path("{model}", "{control}", "{n}"),
     log:
         "logs/consistency/{model}/{control}/n{n}.log",
     benchmark:
@@ -148,7 +121,7 @@ rule consistency:
         "../envs/mathneuro.yaml"
     threads: 1
     resources:
-        mem_mb=cpu_mem_mb,
+        mem_mb=weights_job_mem_mb,
         runtime=runtime_min(2),
     params:
         seeds=CONSISTENCY["seeds"],

@@ -1,7 +1,5 @@
 """Evaluate one model variant (unedited, or a mask applied with a factor) on one lm-eval suite."""
 
-from pathlib import Path
-
 import torch
 
 from mathneuro import ParameterMask, apply_mask
@@ -13,20 +11,20 @@ with log_to(snakemake.log[0]) as log:
     params, inputs = snakemake.params, snakemake.input
     torch.set_num_threads(snakemake.threads)
     model, tokenizer = load_model(**params.model)
+    log.info("%s: %s on %s, batch size %s", params.model["path"], model.dtype, model.device, params.batch_size)
     if params.factor is not None:
         mask = ParameterMask.load(inputs.mask)
         apply_mask(model, mask, params.factor)  # the job ends with the model; nothing to restore
         log.info("edited %d parameters by x%s", mask.count(), params.factor)
-    include = sorted({str(Path(p).parent) for p in inputs.tasks} | ({params.include_path} if params.include_path else set()))
     suite = params.suite
     table = evaluate(
         model,
         tokenizer,
         suite["tasks"],
-        include_path=include,
-        limit=suite.get("limit"),
-        num_fewshot=suite.get("num_fewshot"),
-        max_gen_toks=suite.get("max_gen_toks"),
+        include_path=inputs.tasks,
+        limit=suite["limit"],
+        num_fewshot=suite["num_fewshot"],
+        max_gen_toks=suite["max_gen_toks"],
         batch_size=params.batch_size,
     )
     for column, value in params.labels.items():

@@ -8,14 +8,13 @@ from mathneuro.models import load_weights
 from mathneuro.tables import mask_counts
 
 with log_to(snakemake.log[0]) as log:
-    params, inputs = snakemake.params, snakemake.input
+    params, inputs, output = snakemake.params, snakemake.input, snakemake.output
     torch.set_num_threads(snakemake.threads)
     model, _ = load_weights(**params.model)
     stats = {params.skill: ActivationStats.load(inputs.skill), params.labels["control"]: ActivationStats.load(inputs.control)}
-    targets = find_targets(model, include=params.include, exclude=params.exclude)
+    targets = find_targets(model, **params.targets)
     mask = lape_mask(model, stats, params.skill, targets=targets, **params.settings)
-    mask.save(snakemake.output.mask)
-    labels = {**params.labels, "method": "lape", "k": params.k, "k_fraction": None}
-    counts = mask_counts(mask, model_parameters=sum(p.numel() for p in model.parameters()), **labels)
-    counts.to_parquet(snakemake.output.counts, index=False)
+    mask.save(output.mask)
+    counts = mask_counts(mask, model_parameters=sum(p.numel() for p in model.parameters()), **params.labels)
+    counts.to_parquet(output.counts, index=False)
     log.info("LAPE: %d parameters of %d", mask.count(), mask.numel())

@@ -1,0 +1,17 @@
+"""MathNeuro's set TopK(skill) - TopK(control), and the random baseline of the same count per matrix."""
+
+from mathneuro import ParameterMask, random_like, specific
+from mathneuro.logs import log_to
+from mathneuro.tables import mask_counts
+
+with log_to(snakemake.log[0]) as log:
+    params, inputs, output = snakemake.params, snakemake.input, snakemake.output
+    skill = ParameterMask.load(inputs.skill)
+    model_parameters = skill.provenance["model_parameters"]
+    sets = {"mathneuro": specific(skill, ParameterMask.load(inputs.control))}
+    sets["random"] = random_like(sets["mathneuro"], seed=params.labels["seed"])
+    for method, mask in sets.items():
+        mask.save(output[method])
+        counts = mask_counts(mask, model_parameters=model_parameters, method=method, **params.labels)
+        counts.to_parquet(output[f"{method}_counts"], index=False)
+        log.info("k=%s %s/%s: %d of %d parameters", params.labels["k"], method, params.labels["control"], mask.count(), mask.numel())
