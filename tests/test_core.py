@@ -15,9 +15,9 @@ from mathneuro.lape import specific_neurons
 FRACTIONS = [0.01, 0.05, 0.15]
 
 
-def reference_scores(model, tokenizer, texts) -> dict[str, torch.Tensor]:
+def reference_scores(model, tokenizer, texts, targets=None) -> dict[str, torch.Tensor]:
     """The original code's way: one sample at a time, |W|·‖X_j‖ materialised and summed."""
-    targets = find_targets(model)
+    targets = targets or find_targets(model)
     totals = {t.param_name: torch.zeros(t.weight.shape, dtype=torch.float64) for t in targets}
     for text in texts:
         seen = {}
@@ -56,6 +56,51 @@ def test_batched_masks_equal_per_sample_reference(model, tokenizer, fraction):
     stats = mathneuro.collect_statistics(model, tokenizer, TEXTS, batch_size=5)
     mask = mathneuro.top_k(model, stats, fraction)
     assert_masks_match_up_to_ties(mask, reference_scores(model, tokenizer, TEXTS), fraction)
+
+
+def test_an_untied_lm_head_is_scored_against_the_reference_and_a_tied_one_never(tokenizer):
+    """The head reads the decoder's last hidden state, which collection feeds it without running
+    the head; the reference runs the whole model and hooks the head itself."""
+    model = tiny_llama(len(tokenizer))  # untied
+    targets = find_targets(model, untied_lm_head=True)
+    assert targets[-1].param_name == "lm_head.weight" and len(targets) == len(find_targets(model)) + 1
+    stats = mathneuro.collect_statistics(model, tokenizer, TEXTS, batch_size=5, targets=targets)
+    mask = mathneuro.top_k(model, stats, 0.05, targets=targets)
+    assert_masks_match_up_to_ties(mask, reference_scores(model, tokenizer, TEXTS, targets), 0.05)
+    gpt2 = tiny_gpt2(len(tokenizer))  # ties its head to the token embeddings
+    assert [t.name for t in find_targets(gpt2, untied_lm_head=True)] == [t.name for t in find_targets(gpt2)]
+
+
+def test_identify_is_top_k_of_each_data_set_and_the_skill_minus_each_control(tokenizer):
+    model = tiny_llama(len(tokenizer))
+    stats = {name: mathneuro.collect_statistics(model, tokenizer, texts)
+             for name, texts in {"math": TEXTS[:4], "a": TEXTS[4:8], "b": TEXTS[8:]}.items()}
+    top, specific = mathneuro.identify(model, stats, "math", 0.05)
+    for name in stats:
+        assert top[name] == mathneuro.top_k(model, stats[name], 0.05)
+    assert set(specific) == {"a", "b"}
+    for control in ("a", "b"):
+        assert specific[control] == top["math"] - top[control]
+        assert specific[control].count() <= top["math"].count()
+
+
+def test_selection_reads_weights_from_the_checkpoint_as_from_the_model(tokenizer, tmp_path):
+    from mathneuro.models import stored_weights
+    from mathneuro.targets import stored_targets
+
+    model = tiny_llama(len(tokenizer))
+    model.save_pretrained(tmp_path)
+    stats = mathneuro.collect_statistics(model, tokenizer, TEXTS)
+    names = [info["param"] for info in stats.layout.values()]
+    for dtype in ("float32", "bfloat16"):
+        loaded = model.to(getattr(torch, dtype))
+        with stored_weights(str(tmp_path), names, dtype=dtype) as read:
+            from_disk = mathneuro.top_k(None, stats, 0.05, targets=stored_targets(stats.layout, read))
+        assert from_disk == mathneuro.top_k(loaded, stats, 0.05)
+    assert int(stats.metadata["model_parameters"]) == sum(p.numel() for p in model.parameters())
+    with pytest.raises(LookupError, match="no tensor"):
+        with stored_weights(str(tmp_path), ["model.layers.0.renamed.weight"]):
+            pass
 
 
 def test_difference_matches_reference(tokenizer):

@@ -352,3 +352,49 @@ def test_template_error_inside_format_is_reported(tmp_path):
     path = write_jsonl(tmp_path / "d.jsonl", RECORDS[:1])
     with pytest.raises(ValueError, match="'template'.*failed"):
         load_texts({"source": "json", "path": str(path), "template": "{q:>{width}}"})
+
+
+# --------------------------------------------------------------------------- local copies of hub data
+
+HUB_TEMPLATE = "{question}\nA. {choices[0]}\nB. {choices[1]}\nC. {choices[2]}\nD. {choices[3]}\nAnswer: {answer_letter}"
+
+
+@needs_shared_data
+def test_mmlu_release_converted_to_hub_records_renders_as_the_csv_does(tmp_path):
+    """The hub's cais/mmlu records (choices list, integer answer) made from the original release,
+    read through a local_data redirect of an hf spec, give the same texts as the CSVs themselves."""
+    from mathneuro.data import write_mmlu_records
+
+    counts = write_mmlu_records(MMLU, tmp_path)
+    assert counts["dev"] == 57 * 5 and set(counts) == {"dev", "validation", "test"}
+    local = {"cais/mmlu": {"files": {s: str(tmp_path / s / "{name}.jsonl") for s in counts}}}
+    hub_spec = {"source": "hf", "path": "cais/mmlu", "name": "all", "split": "dev", "template": HUB_TEMPLATE}
+    from_hub_format = load_texts(hub_spec, local_data=local)
+    from_csv = load_texts(mmlu_spec("dev"))
+    assert list(from_hub_format) == list(from_csv)
+    one = load_texts({**hub_spec, "name": "anatomy", "split": "dev+validation"}, local_data=local)
+    assert len(one) == 5 + len((MMLU / "val" / "anatomy_val.csv").read_text().splitlines())
+
+
+def test_local_files_resolve_names_aliases_and_name_what_is_missing(tmp_path):
+    from mathneuro.data import local_files, split_names
+
+    for split in ("train", "test"):
+        write_jsonl(tmp_path / f"main-{split}.jsonl", RECORDS)
+    local = {"openai/gsm8k": {"aliases": ["gsm8k"], "files": {s: str(tmp_path / f"{{name}}-{s}.jsonl") for s in ("train", "test")}}}
+    assert local_files(local, "gsm8k", "main", ["test"]) == ("json", {"test": [str(tmp_path / "main-test.jsonl")]})
+    assert local_files(local, "other/data", "main", ["test"]) is None
+    with pytest.raises(ValueError, match="'validation'"):
+        local_files(local, "openai/gsm8k", "main", ["validation"])
+    assert split_names("dev+validation[:50%]") == ["dev", "validation"]
+    texts = load_texts({"source": "hf", "path": "openai/gsm8k", "name": "main", "split": "train+test",
+                        "template": "{q}"}, local_data=local)
+    assert list(texts) == [r["q"] for r in RECORDS] * 2
+
+
+def test_answer_letter_only_for_choice_records():
+    from mathneuro.data import _with_letter
+
+    assert _with_letter({"choices": ["a", "b", "c"], "answer": 2})["answer_letter"] == "C"
+    assert "answer_letter" not in _with_letter({"answer": 2})
+    assert "answer_letter" not in _with_letter({"choices": ["a"], "answer": "B"})

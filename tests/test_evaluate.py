@@ -99,3 +99,21 @@ def test_evaluate_real_gsm8k_file(tiny, tmp_path):
                               batch_size=2)
     row = table[table["metric"] == "exact_match,strict-match"].iloc[0]
     assert row["n"] == 2 and 0 <= row["value"] <= 1
+
+
+def test_batch_size_auto_on_the_cpu_skips_lm_evals_gpu_memory_search(tiny, yaml_dir, monkeypatch):
+    """lm-eval's "auto" probes CUDA memory with a forward of 64 maximum-length sequences; on the
+    CPU nothing runs out, so it always returns its starting size, after minutes. The paper configs
+    ask for "auto": on the CPU the evaluation uses that size directly."""
+    import inspect
+
+    from lm_eval.models.huggingface import HFLM
+
+    assert inspect.signature(HFLM.__init__).parameters["max_batch_size"].default == evaluate.AUTO_MAX_BATCH_SIZE
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("lm-eval searched for a batch size on the CPU")
+
+    monkeypatch.setattr(HFLM, "_detect_batch_size", no_search)
+    table = evaluate.evaluate(*tiny, ["toy_math"], include_path=yaml_dir, limit=2, batch_size="auto", max_gen_toks=4)
+    assert (table["n"] == 2).all()

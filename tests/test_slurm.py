@@ -55,14 +55,14 @@ GPU_RULES = {"collect_activations", "evaluate_base", "evaluate"}
 SUBMITTED_GPU_RULES = {"collect_activations", "evaluate"}
 CPU_RULES = {
     "synthetic_data",
-    "task_config",
+    "suite_tasks",
+    "mmlu_records",
     "train_toy_model",  # declares gpu=0: a CPU job
-    "select_masks",
+    "random_model",  # declares gpu=0: a CPU job
     "top_k",
-    "method_masks",
+    "difference",
     "lape_mask",
     "consistency",
-    "layer_counts",
     "export_model",
 }
 LOCAL_RULES = {"aggregate", "plots", "prefetch", "all"}
@@ -306,9 +306,10 @@ def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
     assert "command=squeue" in text
 
     # The workflow's products.
-    tables = sorted((workdir / "results" / "tables").glob("*.parquet"))
-    assert tables, "no results/tables/*.parquet written"
-    assert (workdir / "results" / "tables" / "pruning.parquet") in tables
+    study = yaml.safe_load(TINY_CONFIG.read_text())["study"]
+    tables = sorted((workdir / "results" / "tables" / study).glob("*.parquet"))
+    assert tables, f"no results/tables/{study}/*.parquet written"
+    assert (workdir / "results" / "tables" / study / "pruning.parquet") in tables
     for table in tables:
         assert table.stat().st_size > 0, f"{table} is empty"
 

@@ -129,3 +129,18 @@ def test_train_toy_rejects_bad_input(records, tmp_path):
         toy.train_toy(records, tmp_path, steps=1, mix={"chess": 1.0}, **TINY)
     with pytest.raises(ValueError, match="loss_on"):
         toy.train_toy(records, tmp_path, steps=1, loss_on="prompt", **TINY)
+
+
+def test_random_model_of_a_given_architecture_loads_as_a_checkpoint(tmp_path):
+    from mathneuro.models import load_model
+
+    texts = [f"Question: what is {i} + {i}?\nAnswer: {2 * i}" for i in range(200)]
+    architecture = {"model_type": "llama", "vocab_size": 300, "hidden_size": 32, "intermediate_size": 64,
+                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                    "tie_word_embeddings": True}
+    toy.random_model(texts, architecture, tmp_path, log=lambda *_: None)
+    model, tokenizer = load_model(str(tmp_path), dtype="bfloat16", device="cpu")
+    assert model.dtype == torch.bfloat16 and model.config.num_hidden_layers == 2
+    assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    assert len(tokenizer) == model.config.vocab_size <= 300
+    assert tokenizer.decode(tokenizer(texts[5])["input_ids"], skip_special_tokens=True) == texts[5]

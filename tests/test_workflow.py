@@ -1,66 +1,46 @@
-"""The Snakemake workflow, run for real on the tiny config in a temporary directory."""
+"""The Snakemake workflow, run for real on the tiny config in a temporary directory, and its
+caching contract: only new work runs, nothing finished reruns for a change it does not read."""
 
 from __future__ import annotations
 
-import re
+import copy
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO
+from dag import ALWAYS, Job, descendants, fake_finished_run, planned, snakemake, write_config
+
+from mathneuro.configs import compose
+from mathneuro.methods import METHODS
 
 pytestmark = pytest.mark.workflow
 
+REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "tests" / "configs" / "tiny.yaml"
 TABLES = ["pruning", "scaling", "consistency", "layers", "share"]
-
-
-def snakemake(workdir: Path, *args: str, configfile: Path = TINY, check: bool = True) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
-               "--configfile", str(configfile), *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1500)
-    if check and done.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
-    return done
-
-
-def scheduled(workdir: Path, configfile: Path) -> dict[str, int]:
-    """Jobs a dry run would execute, by rule, from Snakemake's own job table."""
-    done = snakemake(workdir, "-n", configfile=configfile)
-    text = done.stdout + done.stderr
-    if "Nothing to be done" in text:
-        return {}
-    table = text.split("Job stats:")[1].split("Reasons:")[0] if "Reasons:" in text else text.split("Job stats:")[1]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
-
-
-def variant_config(tmp_path: Path, name: str, change) -> Path:
-    config = yaml.safe_load(TINY.read_text())
-    change(config)
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return path
+MODEL_CONFIGS = sorted((REPO / "configs" / "models").glob("*.yaml"))
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
     workdir = tmp_path_factory.mktemp("workflow")
-    snakemake(workdir, "--cores", "2")
+    snakemake(workdir, TINY, "--cores", "2")
     return workdir
 
 
-def table(run: Path, name: str) -> pd.DataFrame:
-    return pd.read_parquet(run / "results" / "tables" / f"{name}.parquet")
+def table(run: Path, name: str, summary: bool = False) -> pd.DataFrame:
+    return pd.read_parquet(run / "results" / "tables" / "tiny" / f"{name}{'_summary' if summary else ''}.parquet")
 
 
 def test_every_table_summary_and_plot_is_written(run):
     for name in TABLES:
         assert len(table(run, name)) > 0, name
-        assert len(pd.read_parquet(run / "results" / "tables" / f"{name}_summary.parquet")) > 0, name
-        assert (run / "results" / "tables" / "plots" / f"{name}.png").stat().st_size > 1000, name
+        assert len(table(run, name, summary=True)) > 0, name
+        assert (run / "results" / "tables" / "tiny" / "plots" / f"{name}.png").stat().st_size > 1000, name
 
 
 def test_pruning_table_is_tidy_and_carries_the_baseline(run):
@@ -77,7 +57,7 @@ def test_pruning_table_is_tidy_and_carries_the_baseline(run):
     # One repeat per seed: every variant appears once per seed and task metric.
     keys = ["method", "control", "k", "seed", "task", "metric"]
     assert not pruning.duplicated(keys).any()
-    summary = pd.read_parquet(run / "results" / "tables" / "pruning_summary.parquet")
+    summary = table(run, "pruning", summary=True)
     assert (summary["n_repeats"] == 2).all() and "value_mean" in summary and "value_std" in summary
 
 
@@ -115,43 +95,222 @@ def test_consistency_table_has_overlap_per_sample_count(run):
 
 
 def test_rerun_after_full_run_has_nothing_to_do(run):
-    assert scheduled(run, TINY) == {}
+    assert planned(run, TINY) == []
 
 
-def test_adding_an_evaluation_suite_schedules_only_evaluation_and_aggregation(run, tmp_path):
-    config = variant_config(
-        tmp_path, "suite", lambda c: c["evaluation"]["suites"].update(math={"tasks": ["toy_math"], "limit": 2})
-    )
-    jobs = scheduled(run, config)
-    assert jobs.get("evaluate", 0) > 0 and jobs.get("evaluate_base") == 1
-    assert set(jobs) <= {"evaluate", "evaluate_base", "aggregate", "plots", "all"}
+# --- Only new work runs: one row per kind of change, expectations from Snakemake's own DAG ---------
 
 
-def test_adding_a_k_value_collects_no_activations(run, tmp_path):
-    def add_k(c):
-        c["identification"]["k"]["20pct"] = 0.2
-        c["pruning"]["k"].append("20pct")
-
-    jobs = scheduled(run, variant_config(tmp_path, "k", add_k))
-    assert jobs.get("select_masks", 0) > 0 and jobs.get("evaluate", 0) > 0
-    assert "collect_activations" not in jobs and "train_toy_model" not in jobs and "evaluate_base" not in jobs
+def new_label(taken, stem):
+    return next(f"{stem}{i}" for i in range(2, 100) if f"{stem}{i}" not in taken)
 
 
-def test_changing_n_samples_recollects_only_that_sample_count(run, tmp_path):
-    def change_n(c):
-        c["identification"]["n_samples"] = 6
-
-    jobs = scheduled(run, variant_config(tmp_path, "n", change_n))
-    assert jobs["collect_activations"] == 2 * 2  # two data sets x two seeds at n=6
-    assert jobs["collect_draws"] == 2 * 2  # n=8 is no longer the main count: the draws now reach it
-    assert "train_toy_model" not in jobs and "evaluate_base" not in jobs and "synthetic_data" not in jobs
+def add_k(c):
+    label = new_label(c["identification"]["k"], "k")
+    c["identification"]["k"][label] = 0.03
+    c["pruning"]["k"].append(label)
 
 
-def test_changing_consistency_counts_reruns_only_the_draws(run, tmp_path):
-    jobs = scheduled(run, variant_config(tmp_path, "draws", lambda c: c["consistency"]["n_samples"].append(4)))
-    assert jobs["collect_draws"] == 2 * 2 and jobs["select_draws"] == 2
-    assert jobs["consistency"] == 2  # n=2 and n=4; n=8 is the main identification, untouched
-    assert set(jobs) <= {"collect_draws", "select_draws", "consistency", "aggregate", "plots", "all"}
+def add_edit(c):
+    label = new_label(c["edits"], "x")
+    c["edits"][label] = 1.5
+    c["scaling"]["edits"].append(label)
+
+
+def add_method(c):
+    c["scaling"]["methods"].append(next(m for m in c["methods"] if m not in c["scaling"]["methods"]
+                                        and METHODS[m].scalable))
+
+
+def add_control(c):
+    label = new_label(c["datasets"], "control")
+    c["datasets"][label] = copy.deepcopy(c["datasets"][c["identification"]["controls"][0]])
+    c["identification"]["controls"].append(label)
+
+
+def add_seed(c):
+    c["identification"]["seeds"].append(max(c["identification"]["seeds"]) + 1)
+
+
+def add_suite(c):
+    first = next(iter(c["evaluation"]["suites"].values()))
+    c["evaluation"]["suites"][new_label(c["evaluation"]["suites"], "suite")] = {**first, "tasks": first["tasks"][:1]}
+
+
+def add_consistency_n(c):
+    c["consistency"]["n_samples"].append(next(n for n in (3, 50, 7) if n not in c["consistency"]["n_samples"]))
+
+
+ADDITIONS = {"K": add_k, "edit": add_edit, "method": add_method, "control": add_control, "seed": add_seed,
+             "suite": add_suite, "consistency sample count": add_consistency_n}
+
+
+def remove_k(c):
+    c["pruning"]["k"].pop()
+
+
+def remove_seed(c):
+    c["identification"]["seeds"].pop()
+
+
+def remove_method(c):
+    c["pruning"]["methods"].pop()
+
+
+def remove_consistency_n(c):
+    c["consistency"]["n_samples"].pop(0)
+
+
+REMOVALS = {"K": remove_k, "seed": remove_seed, "method": remove_method, "consistency sample count": remove_consistency_n}
+
+
+def k_fraction(c):
+    c["identification"]["k"][c["consistency"]["k"]] *= 1.2
+
+
+def edit_factor(c):
+    c["edits"][c["scaling"]["edits"][0]] += 0.1
+
+
+def suite_limit(c):
+    c["evaluation"]["suites"]["toy"]["limit"] += 1
+
+
+def lape_threshold(c):
+    c["lape"]["top_rate"] *= 2
+
+
+# change -> the jobs that read the changed value (they and their descendants must rerun)
+VALUES = {
+    "K fraction": (k_fraction, lambda c, j: j.rule == "top_k" and j.wc["k"] == c["consistency"]["k"]),
+    "edit factor": (edit_factor, lambda c, j: j.rule == "evaluate" and j.wc["edit"] == c["scaling"]["edits"][0]),
+    "suite limit": (suite_limit, lambda c, j: j.rule in ("evaluate", "evaluate_base") and j.wc["suite"] == "toy"),
+    "LAPE threshold": (lape_threshold, lambda c, j: j.rule == "lape_mask"),
+}
+
+
+def changed(tmp_path: Path, base: Path, change) -> tuple[dict, Path]:
+    config = compose([base])
+    change(config)
+    return config, write_config(tmp_path / "changed.yaml", config)
+
+
+def by_rule(jobs) -> dict[str, int]:
+    return dict(sorted(Counter(j.rule for j in jobs).items()))
+
+
+def assert_same_jobs(got: list[Job], expected: set[Job]):
+    assert by_rule(got) == by_rule(expected)
+    assert set(got) == expected
+
+
+@pytest.fixture(scope="module")
+def tiny_jobs(run) -> list[Job]:
+    return planned(run, TINY, "--forceall")
+
+
+@pytest.mark.parametrize("what", ADDITIONS)
+def test_adding_an_item_plans_exactly_the_jobs_with_new_outputs(run, tiny_jobs, tmp_path, what):
+    _, configfile = changed(tmp_path, TINY, ADDITIONS[what])
+    finished = {f for job in tiny_jobs for f in job.outputs}
+    expected = {j for j in planned(run, configfile, "--forceall") if j.rule in ALWAYS or j.outputs - finished}
+    assert_same_jobs(planned(run, configfile), expected)
+
+
+@pytest.mark.parametrize("what", REMOVALS)
+def test_removing_an_item_plans_at_most_the_tables(run, tmp_path, what):
+    _, configfile = changed(tmp_path, TINY, REMOVALS[what])
+    assert {j.rule for j in planned(run, configfile)} <= ALWAYS
+
+
+@pytest.mark.parametrize("what", VALUES)
+def test_changing_a_value_reruns_what_reads_it_and_what_follows(run, tmp_path, what):
+    change, reads = VALUES[what]
+    config, configfile = changed(tmp_path, TINY, change)
+    every = planned(run, configfile, "--forceall")
+    readers = {j for j in every if reads(config, j)}
+    assert readers, f"no job reads the {what}"
+    expected = descendants(every, readers) | {j for j in every if j.rule in ALWAYS}
+    assert_same_jobs(planned(run, configfile), expected)
+
+
+def test_the_default_run_extended_by_one_k_plans_its_evaluations_only(tmp_path):
+    """The issue's own case, on the default config: after a finished run, a new K plans its 6
+    evaluations (3 methods x 2 seeds), no collection and no consistency job."""
+    default = REPO / "config.yaml"
+    fake_finished_run(tmp_path, default)
+    _, configfile = changed(tmp_path, default, lambda c: (c["identification"]["k"].update({"2pct": 0.02}),
+                                                          c["pruning"]["k"].append("2pct")))
+    jobs = by_rule(planned(tmp_path, configfile))
+    assert jobs["evaluate"] == 6
+    assert "collect_activations" not in jobs and "consistency" not in jobs and "evaluate_base" not in jobs
+
+
+GROWING = [REPO / "config.yaml", REPO / "configs" / "models" / "llama-3.2-1b-it.yaml"]
+
+
+@pytest.fixture(scope="module", params=GROWING, ids=lambda p: p.stem)
+def finished_study(request, tmp_path_factory) -> tuple[Path, Path, set[str]]:
+    """(workdir, configfile, outputs) of a finished run of the default or a paper study (faked)."""
+    workdir = tmp_path_factory.mktemp(request.param.stem)
+    finished = {f for job in fake_finished_run(workdir, request.param) for f in job.outputs}
+    return workdir, request.param, finished
+
+
+@pytest.mark.parametrize("what", ["K", "seed", "control", "suite", "consistency sample count"])
+def test_no_finished_job_reruns_when_the_default_or_paper_study_grows(finished_study, tmp_path, what):
+    """On a finished run, growing the study plans only jobs with a new output. The model files in
+    configs/models share configs/paper.yaml, so one stands for all (their DAGs differ only in the
+    model's label)."""
+    workdir, configfile, finished = finished_study
+    _, changed_file = changed(tmp_path, configfile, ADDITIONS[what])
+    jobs = planned(workdir, changed_file)
+    reruns = [j for j in jobs if j.rule not in ALWAYS and not j.outputs - finished]
+    assert reruns == [], by_rule(reruns)
+    assert {j.rule for j in jobs} - ALWAYS, "growing the study planned no new job"
+
+
+# --- Studies never overwrite each other ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def paper_outputs(tmp_path_factory) -> dict[str, set[str]]:
+    outputs = {}
+    for configfile in MODEL_CONFIGS:
+        jobs = planned(tmp_path_factory.mktemp(configfile.stem), configfile, "--forceall")
+        outputs[configfile.stem] = {f for j in jobs for f in j.outputs}
+    return outputs
+
+
+def test_paper_studies_write_their_own_tables_and_share_each_models_results(paper_outputs):
+    singles = {name: files for name, files in paper_outputs.items() if name != "all"}
+    tables = {name: {f for f in files if f.startswith("results/tables/")} for name, files in paper_outputs.items()}
+    for name, files in tables.items():
+        assert files and all(f.startswith(f"results/tables/{compose([REPO / 'configs/models' / (name + '.yaml')])['study']}/")
+                                  for f in files)
+    names = list(tables)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not tables[a] & tables[b], (a, b)
+            if "all" not in (a, b):  # two models: no file in common but the lm-eval task folders
+                assert {f for f in singles[a] & singles[b] if not f.startswith("results/tasks/")} == set()
+    # The four-model study reuses every file of each model's own study (its x1.01/x1.1 scaling adds more).
+    for name, files in singles.items():
+        assert files - tables[name] <= paper_outputs["all"], name
+
+
+@pytest.mark.parametrize("configfile", MODEL_CONFIGS, ids=lambda p: p.stem)
+def test_paper_configs_are_the_shared_paper_file_plus_a_model(configfile):
+    config, paper = compose([configfile]), compose([REPO / "configs" / "paper.yaml"])
+    assert len(config["models"]) == (4 if configfile.stem == "all" else 1)
+    assert list(config["identification"]["k"].values()) == [0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15]
+    assert config["pruning"]["k"] == list(config["identification"]["k"])
+    assert set(config["scaling"]["k"]) == {"1pct", "5pct"}
+    assert config["datasets"] == paper["datasets"]
+    assert "auxiliary_train" not in yaml.safe_dump(config)
+
+
+# --- Bad configs ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -163,20 +322,18 @@ def test_changing_consistency_counts_reruns_only_the_draws(run, tmp_path):
         (lambda c: c["datasets"]["math"].update(n=10), "datasets.math.n"),
         (lambda c: c["datasets"]["math"].update(source="ftp"), "ftp"),
         (lambda c: c.update(identificaton={}), "identificaton"),
+        (lambda c: c.update(methods=["mathneuro", "magic"]), "magic"),
+        (lambda c: c["scaling"].update(methods=["lape"]), "scaling.methods"),
+        (lambda c: c.update(base="missing.yaml"), "missing.yaml"),
     ],
 )
 def test_bad_config_fails_validation_naming_the_key_before_any_job(tmp_path, change, named):
-    config = variant_config(tmp_path, "bad", change)
-    done = snakemake(tmp_path / "work", "--cores", "1", configfile=config, check=False)
+    config = compose([TINY])
+    change(config)
+    done = snakemake(tmp_path / "work", write_config(tmp_path / "bad.yaml", config), "--cores", "1", check=False)
     assert done.returncode != 0
     assert named in done.stdout + done.stderr
     assert not (tmp_path / "work" / "results").exists()
-
-
-@pytest.mark.parametrize("configfile", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.stem)
-def test_paper_configs_dry_run(tmp_path, configfile):
-    jobs = scheduled(tmp_path, configfile)
-    assert jobs["collect_activations"] > 0 and jobs["evaluate"] > 0
 
 
 def test_lint_and_format_are_clean():

@@ -1,0 +1,107 @@
+"""Snakemake's own view of the workflow's jobs, for tests: run it, parse its dry runs, and fake a
+finished run without running the jobs."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+ALWAYS = {"aggregate", "plots", "all"}  # rerun whenever the study's set of results changes
+
+
+def snakemake(workdir: Path, configfile: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+               "--configfile", str(configfile), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    if check and done.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
+    return done
+
+
+@dataclass(frozen=True)
+class Job:
+    rule: str
+    outputs: frozenset[str]
+    inputs: frozenset[str] = field(compare=False)
+    wildcards: tuple[tuple[str, str], ...] = field(compare=False)
+
+    @property
+    def wc(self) -> dict[str, str]:
+        return dict(self.wildcards)
+
+
+_BLOCK = re.compile(r"^(?:local)?rule (\w+):\n((?:    .*\n?)*)", re.M)
+
+
+def parse_jobs(text: str) -> list[Job]:
+    """The jobs a dry run (-n) lists, with their inputs, outputs and wildcards."""
+    jobs = []
+    for match in _BLOCK.finditer(text):
+        fields = dict(re.findall(r"^    (\w+): (.*)$", match.group(2), re.M))
+        files = lambda key: frozenset(f.strip() for f in fields.get(key, "").split(",") if f.strip())  # noqa: E731
+        wildcards = tuple(sorted(tuple(part.strip().split("=", 1)) for part in fields.get("wildcards", "").split(",")
+                                 if "=" in part))
+        jobs.append(Job(match.group(1), files("output"), files("input"), wildcards))
+    return jobs
+
+
+def planned(workdir: Path, configfile: Path, *args: str) -> list[Job]:
+    """The jobs `snakemake -n` would run in ``workdir`` (``--forceall`` among ``args``: every job)."""
+    done = snakemake(workdir, configfile, "-n", *args)
+    return parse_jobs(done.stdout + done.stderr)
+
+
+def descendants(jobs: list[Job], roots: set[Job]) -> set[Job]:
+    """``roots`` and every job that reads, directly or not, what they write."""
+    found, frontier = set(roots), set(roots)
+    while frontier:
+        written = {f for job in frontier for f in job.outputs}
+        frontier = {job for job in jobs if job not in found and job.inputs & written}
+        found |= frontier
+    return found
+
+
+# `snakemake --touch` records each job as finished (params, code, inputs) without running it, but
+# sleeps 0.1 s per job to space out file times; fake_finished_run spaces them itself.
+TOUCH = ("import sys, snakemake.executors.touch as touch; touch.Executor.SLEEPING_TIME = 0; "
+         "from snakemake.cli import main; sys.argv[0] = 'snakemake'; main()")
+
+
+def fake_finished_run(workdir: Path, configfile: Path) -> list[Job]:
+    """A finished run without running a job: every output created (empty files; folders for
+    outputs without a suffix) with times that follow the DAG, then recorded by `--touch`."""
+    jobs = planned(workdir, configfile, "--forceall")
+    producer = {f: job for job in jobs for f in job.outputs}
+    depth: dict[Job, int] = {}
+
+    def level(job: Job) -> int:
+        if job not in depth:
+            depth[job] = 1 + max((level(producer[f]) for f in job.inputs if f in producer), default=0)
+        return depth[job]
+
+    start = 1_600_000_000
+    for job in sorted(jobs, key=level):
+        for name in job.outputs:
+            path = workdir / name
+            if path.suffix:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.touch()
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+            os.utime(path, (start + level(job), start + level(job)))
+    command = [sys.executable, "-c", TOUCH, "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+               "--configfile", str(configfile), "--touch", "--cores", "1", "--quiet"]
+    subprocess.run(command, check=True, capture_output=True, timeout=600)
+    return jobs
+
+
+def write_config(path: Path, config: dict) -> Path:
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path

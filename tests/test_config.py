@@ -1,0 +1,90 @@
+"""Config files: composition (`base:`), one default per key (the schema's, matching the library's),
+and one table of methods."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mathneuro import collect, evaluate, lape, models, select
+from mathneuro.configs import compose
+from mathneuro.methods import METHODS
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
+
+
+def write(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_file_builds_on_its_bases_in_order_and_command_line_values_win(tmp_path):
+    write(tmp_path / "a.yaml", {"x": {"p": 1, "q": [1, 2]}, "y": "a"})
+    write(tmp_path / "b.yaml", {"x": {"q": [3]}, "z": "b"})
+    (tmp_path / "sub").mkdir()
+    top = write(tmp_path / "sub" / "c.yaml", {"base": ["../a.yaml", "../b.yaml"], "y": "c"})
+    assert compose([top]) == {"x": {"p": 1, "q": [3]}, "y": "c", "z": "b"}
+    assert compose([top], {"y": "cli"})["y"] == "cli"
+
+
+def test_a_base_that_builds_on_itself_or_is_missing_is_named(tmp_path):
+    write(tmp_path / "a.yaml", {"base": "b.yaml"})
+    write(tmp_path / "b.yaml", {"base": "a.yaml"})
+    with pytest.raises(ValueError, match="builds on itself"):
+        compose([tmp_path / "a.yaml"])
+    with pytest.raises(ValueError, match="nope.yaml"):
+        compose([write(tmp_path / "c.yaml", {"base": "nope.yaml"})])
+
+
+def schema_default(path: str):
+    node = SCHEMA
+    for key in path.split("."):
+        node = node["properties"][key] if key != "*" else node["additionalProperties"]
+    return node["default"]
+
+
+def default_of(function, name: str):
+    return inspect.signature(function).parameters[name].default
+
+
+# schema key (`*`: any label) -> the library function and argument it feeds
+DEFAULTS = [
+    ("models.*.dtype", models.load_model, "dtype"),
+    ("models.*.device", models.load_model, "device"),
+    ("models.*.revision", models.load_model, "revision"),
+    ("models.*.collect_batch_size", collect.collect_statistics, "batch_size"),
+    ("models.*.eval_batch_size", evaluate.evaluate, "batch_size"),
+    ("identification.statistic", collect.collect_statistics, "statistic"),
+    ("identification.max_length", collect.collect_statistics, "max_length"),
+    ("identification.scope", select.top_k, "scope"),
+    ("lape.top_rate", lape.lape_mask, "top_rate"),
+    ("lape.filter_rate", lape.lape_mask, "filter_rate"),
+    ("lape.activation_bar_ratio", lape.lape_mask, "activation_bar_ratio"),
+    ("evaluation.suites.*.limit", evaluate.evaluate, "limit"),
+    ("evaluation.suites.*.num_fewshot", evaluate.evaluate, "num_fewshot"),
+    ("evaluation.suites.*.max_gen_toks", evaluate.evaluate, "max_gen_toks"),
+]
+
+
+@pytest.mark.parametrize(("key", "function", "argument"), DEFAULTS, ids=[d[0] for d in DEFAULTS])
+def test_the_librarys_defaults_are_the_schemas(key, function, argument):
+    assert default_of(function, argument) == schema_default(key)
+
+
+def test_untied_lm_head_default_is_the_papers_choice():
+    from mathneuro.targets import find_targets
+
+    assert schema_default("identification.untied_lm_head") is False
+    assert default_of(find_targets, "untied_lm_head") is False
+
+
+def test_methods_are_named_in_one_table_only():
+    """The schema lists no method names: config checks read mathneuro.methods.METHODS."""
+    text = (REPO / "schemas" / "config.schema.yaml").read_text()
+    assert not any(f"[{name}" in text or f" {name}," in text for name in METHODS)
+    rules = "".join(p.read_text() for p in (REPO / "rules").glob("*.smk"))
+    assert '"mathneuro", "wanda"' not in rules and "'wanda'" not in rules
