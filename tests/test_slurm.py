@@ -146,11 +146,13 @@ def make_test_profile(dest: Path, partition: str, profile: Path | None = None) -
 
 
 def make_test_config(dest: Path, configfile: Path | None = None) -> Path:
-    """The tiny config, with every model asking for one GPU (the node has one).
+    """The tiny config, every model asking for one GPU (the node has one), one repeat and one K.
 
     The tiny models run on the CPU (device: cpu); asking Slurm for a GPU anyway
     exercises the GPU path of the submission (--gpus, CUDA_VISIBLE_DEVICES)
-    without needing one: the CI node's GPU is a stand-in.
+    without needing one: the CI node's GPU is a stand-in. One repeat, one K and
+    the main sample count only keep every rule of the DAG (each Slurm job costs
+    two Snakemake start-ups and the plugin's polling) at about half its jobs.
     """
     configfile = configfile or TINY_CONFIG
     cfg = yaml.safe_load(configfile.read_text())
@@ -158,6 +160,10 @@ def make_test_config(dest: Path, configfile: Path | None = None) -> Path:
     assert models, f"{configfile} defines no models"
     for model in models.values():
         model["gpus"] = 1
+    k = cfg["consistency"]["k"]
+    cfg["identification"]["seeds"] = cfg["identification"]["seeds"][:1]
+    cfg["pruning"]["k"] = cfg["scaling"]["k"] = [k]
+    cfg["consistency"]["n_samples"] = [cfg["identification"]["n_samples"]]
     dest.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return dest
 
