@@ -5,8 +5,8 @@ YAMLs (``toy_math``, ``toy_reading``, ``toy_facts``); ``evaluate`` runs
 ``lm_eval.simple_evaluate`` on an in-memory model and returns a tidy DataFrame.
 Real lm-eval tasks (``gsm8k_cot``, ``mmlu``, ...) work by name the same way.
 
-The prompt formats mirror ``mathneuro.synthetic.prompt_text`` exactly, so the model
-is evaluated on the text format it was trained on. lm-eval is imported inside the
+The prompts are ``mathneuro.synthetic.PROMPTS``, so the model is evaluated on the
+text format it was trained on. lm-eval is imported inside the
 functions only: importing it costs seconds, which matters for short workflow jobs.
 """
 
@@ -21,8 +21,15 @@ import yaml
 from mathneuro import synthetic
 
 TASK_PREFIX = "toy_"
-MC_DOC_TO_TEXT = "{{question}}\nAnswer:"
-MATH_DOC_TO_TEXT = "Question: {{question}}\nAnswer:"
+
+
+def _jinja(prompt: str) -> str:
+    """A ``synthetic.PROMPTS`` format string as lm-eval's Jinja ``doc_to_text``."""
+    return prompt.replace("{question}", "{{question}}")
+
+
+MC_DOC_TO_TEXT = _jinja(synthetic.PROMPTS["reading"])
+MATH_DOC_TO_TEXT = _jinja(synthetic.PROMPTS["math"])
 # The math answer's last line is "#### <number>"; exact match compares that number.
 MATH_ANSWER_REGEX = r"#### (\-?[0-9\.\,]+)"
 COLUMNS = ["task", "metric", "value", "stderr", "n"]

@@ -115,12 +115,16 @@ MIN_ENTITIES = 16
 
 
 # ---------------------------------------------------------------- text formats
+# The prompt of each task, one place: the toy model trains on prompt + " " + answer, lm-eval's
+# task YAMLs (mathneuro.evaluate) render the same prompt, and config.yaml's data set templates
+# must render the training text (tested).
+PROMPTS = {"math": "Question: {question}\nAnswer:", "reading": "{question}\nAnswer:", "facts": "{question}\nAnswer:"}
+
+
 def prompt_text(task: str, record: Record) -> str:
-    """Return the evaluation prompt of ``record`` (mirrors ``doc_to_text`` in the YAMLs)."""
+    """Return the evaluation prompt of ``record``."""
     check_task(task)
-    if task == "math":
-        return f"Question: {record['question']}\nAnswer:"
-    return f"{record['question']}\nAnswer:"
+    return PROMPTS[task].format(question=record["question"])
 
 
 def target_text(task: str, record: Record) -> str:

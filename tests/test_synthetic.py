@@ -118,3 +118,20 @@ def test_training_text_is_prompt_plus_answer(data):
     record = data["math"]["test"][0]
     text = synthetic.training_text("math", record)
     assert text == f"Question: {record['question']}\nAnswer: {record['answer']}"
+
+
+def test_the_default_configs_templates_render_the_toy_models_training_text():
+    """config.yaml's identification texts are what the toy model was trained on."""
+    from pathlib import Path
+
+    import yaml
+
+    from mathneuro.data import _renderer
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    splits = {task: synthetic.generate(task, n_train=20, n_test=5, seed=0)["train"] for task in ("math", "reading")}
+    for name, spec in config["datasets"].items():
+        task = Path(spec["path"]).parent.name
+        render = _renderer(spec)
+        for record in splits[task]:
+            assert render(record) == synthetic.training_text(task, record)
