@@ -12,6 +12,7 @@ functions only: importing it costs seconds, which matters for short workflow job
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any, Mapping
@@ -188,16 +189,21 @@ def resolve_batch_size(batch_size: int | str, model) -> int | str:
     return batch_size
 
 
-def evaluate(model, tokenizer, tasks: list[str], *, include_path=None,
-             limit: int | float | None = None, batch_size: int | str = 16,
-             max_gen_toks: int | None = None, num_fewshot: int | None = None):
-    """Evaluate an in-memory ``model`` on lm-eval ``tasks``; return a tidy DataFrame.
+def run_lm_eval(model, tokenizer, tasks: list[str], *, include_path=None,
+                limit: int | float | None = None, batch_size: int | str = 16,
+                max_gen_toks: int | None = None, num_fewshot: int | None = None,
+                gen_kwargs: Mapping[str, Any] | None = None, apply_chat_template: bool = False,
+                fewshot_as_multiturn: bool = True, system_instruction: str | None = None,
+                log_samples: bool = False) -> dict:
+    """lm-eval's ``simple_evaluate`` on an in-memory ``model``: its whole result (``results``,
+    ``configs``, ``versions``, ``n-shot``, ``samples`` when ``log_samples``...).
 
     ``tasks`` are lm-eval task names (``toy_math``... with ``include_path`` pointing at
-    the YAMLs from ``write_task_yamls``, or built-in tasks such as ``gsm8k_cot``).
-    The model is used on the device it is already on. Values are fractions in [0, 1].
-    ``max_gen_toks`` (optional) overrides the generation length of every
-    generative task (a cheap cap for smoke tests).
+    the YAMLs from ``write_task_yamls``, or lm-eval's own tasks such as ``gsm8k_cot``).
+    The model is used on the device it is already on. ``gen_kwargs``,
+    ``apply_chat_template``, ``fewshot_as_multiturn`` and ``system_instruction`` go to
+    lm-eval as given (its defaults); ``max_gen_toks`` (optional) caps the generation
+    length of every generative task.
     """
     from mathneuro.models import lean_transformers
 
@@ -209,8 +215,55 @@ def evaluate(model, tokenizer, tasks: list[str], *, include_path=None,
         raise ValueError("evaluate() needs at least one task name")
     manager = task_manager(list(tasks), include_path)
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=resolve_batch_size(batch_size, model))
-    gen_kwargs = None if max_gen_toks is None else {"max_gen_toks": int(max_gen_toks)}
-    results = lm_eval.simple_evaluate(model=lm, tasks=list(tasks), task_manager=manager,
-                                      limit=limit, gen_kwargs=gen_kwargs, num_fewshot=num_fewshot,
-                                      log_samples=False)
-    return results_frame(results)
+    generation = {**(gen_kwargs or {}), **({} if max_gen_toks is None else {"max_gen_toks": int(max_gen_toks)})}
+    return lm_eval.simple_evaluate(model=lm, tasks=list(tasks), task_manager=manager, limit=limit,
+                                   gen_kwargs=generation or None, num_fewshot=num_fewshot,
+                                   apply_chat_template=apply_chat_template,
+                                   fewshot_as_multiturn=fewshot_as_multiturn,
+                                   system_instruction=system_instruction, log_samples=log_samples)
+
+
+def evaluate(model, tokenizer, tasks: list[str], **options):
+    """``run_lm_eval`` as a tidy DataFrame (``results_frame``); values are fractions in [0, 1]."""
+    return results_frame(run_lm_eval(model, tokenizer, tasks, **options))
+
+
+SAMPLE_COLUMNS = ["task", "doc_id", "prompt", "target", "response", "extracted", "metric", "correct"]
+
+
+def samples_frame(results: Mapping[str, Any]):
+    """One row per evaluated document (and lm-eval filter) from ``run_lm_eval(..., log_samples=True)``:
+    the prompt the model saw, the gold target, what the model answered (its generation, or the
+    choice it found most likely), what lm-eval's filter extracted from that, and the first
+    metric's value (``correct``)."""
+    import pandas as pd
+
+    rows = []
+    for task, samples in (results.get("samples") or {}).items():
+        for sample in samples:
+            arguments = [tuple(a) if isinstance(a, (list, tuple)) else (a,) for a in sample["arguments"]]
+            if arguments and len(arguments[0]) == 2 and isinstance(arguments[0][1], str):  # choices
+                scores = [r[0] if isinstance(r, (list, tuple)) else r for r in sample["filtered_resps"]]
+                response = extracted = arguments[max(range(len(scores)), key=scores.__getitem__)][1] if scores else ""
+            else:  # a generation
+                response, extracted = _first(sample["resps"]), _first(sample["filtered_resps"])
+            metric = (sample.get("metrics") or [None])[0]
+            rows.append({"task": task, "doc_id": int(sample["doc_id"]), "prompt": str(arguments[0][0]) if arguments else "",
+                         "target": str(sample["target"]), "response": str(response), "extracted": str(extracted),
+                         "metric": f"{metric},{sample.get('filter', 'none')}" if metric else None,
+                         "correct": _finite(sample.get(metric)) if metric else math.nan})
+    return pd.DataFrame(rows, columns=SAMPLE_COLUMNS)
+
+
+def _first(value: Any) -> Any:
+    """The first item of nested lists (lm-eval keeps one list of responses per request)."""
+    while isinstance(value, (list, tuple)):
+        value = value[0] if value else ""
+    return value
+
+
+def results_json(results: Mapping[str, Any]) -> str:
+    """lm-eval's result without the per-sample records, as lm-eval writes it (JSON)."""
+    from lm_eval.utils import handle_non_serializable
+
+    return json.dumps({k: v for k, v in results.items() if k != "samples"}, indent=1, default=handle_non_serializable)

@@ -24,6 +24,13 @@ EVAL_COLUMNS = {  # column -> dtype of the pruning and scaling tables, in this o
     "model": "string", "method": "string", "control": "string", "k": "string", "k_fraction": "float64",
     "edit": "string", "factor": "float64", "n_samples": "Int64", "seed": "Int64", "suite": "string",
     "task": "string", "metric": "string", "n": "Int64", "value": "float64", "stderr": "float64",
+    "apply_chat_template": "boolean", "fewshot_as_multiturn": "boolean", "system_instruction": "string",
+}
+SAMPLE_COLUMNS = {  # column -> dtype of the samples table: what each variant answered, per document
+    "model": "string", "method": "string", "control": "string", "k": "string", "edit": "string",
+    "factor": "float64", "n_samples": "Int64", "seed": "Int64", "suite": "string", "task": "string",
+    "doc_id": "Int64", "prompt": "string", "target": "string", "response": "string", "extracted": "string",
+    "metric": "string", "correct": "float64",
 }
 
 
@@ -129,3 +136,8 @@ def build_tables(
         "share": (share, summarize(share, ["selected", "target_parameters", "model_parameters",
                                            "share_of_targets", "share_of_model"])),
     }
+
+
+def samples_table(samples: pd.DataFrame) -> pd.DataFrame:
+    """The per-document records of every evaluation, typed, one row per document and filter."""
+    return samples.reindex(columns=list(SAMPLE_COLUMNS)).astype(SAMPLE_COLUMNS).reset_index(drop=True)

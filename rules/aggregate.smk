@@ -9,11 +9,13 @@ localrules:
 rule aggregate:
     input:
         evaluations=[f for m in config["models"] for f in evaluation_files(m)],
+        samples=[f for m in config["models"] for f in evaluation_files(m, "samples")],
         counts=[f for m in config["models"] for f in counts_files(m)],
         consistency=[f for m in config["models"] for f in consistency_files(m)],
     output:
         tables=[table_path(t) for t in TABLES],
         summaries=[table_path(t, summary=True) for t in TABLES],
+        samples=table_path("samples"),
     log:
         f"logs/aggregate/{STUDY}.log",
     benchmark:

@@ -162,7 +162,13 @@ wildcard_constraints:
 # Paths: one function per kind of output, used by the rules that write and read it -----------------
 
 R = "results"
-TABLES = ["pruning", "scaling", "consistency", "layers", "share"]
+TABLES = [
+    "pruning",
+    "scaling",
+    "consistency",
+    "layers",
+    "share",
+]  # each with a summary and a plot
 
 
 def stats_path(model, dataset, n, seed):
@@ -203,12 +209,21 @@ def top_k_labels(wildcards):
     }
 
 
-def eval_path(model, method, control, n, seed, k, edit, suite):
-    return f"{R}/{model}/eval/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}/{suite}.parquet"
+def eval_path(model, method, control, n, seed, k, edit, suite, kind="table"):
+    """One evaluation's files: `table` (tidy results), `results` (lm-eval's JSON), `samples`."""
+    stem = f"{R}/{model}/eval/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}/{suite}"
+    return stem + EVAL_SUFFIXES[kind]
 
 
-def base_eval_path(model, suite):
-    return f"{R}/{model}/eval/base/{suite}.parquet"
+def base_eval_path(model, suite, kind="table"):
+    return f"{R}/{model}/eval/base/{suite}" + EVAL_SUFFIXES[kind]
+
+
+EVAL_SUFFIXES = {
+    "table": ".parquet",
+    "results": ".results.json",
+    "samples": ".samples.parquet",
+}
 
 
 def consistency_path(model, control, n):
@@ -442,11 +457,11 @@ def variants(analysis):
     ]
 
 
-def evaluation_files(model):
+def evaluation_files(model, kind="table"):
     suites = list(EVAL["suites"])
-    files = [base_eval_path(model, s) for s in suites]
+    files = [base_eval_path(model, s, kind) for s in suites]
     for variant in dict.fromkeys(variants("pruning") + variants("scaling")):
-        files += [eval_path(model, *variant, s) for s in suites]
+        files += [eval_path(model, *variant, s, kind) for s in suites]
     return files
 
 
@@ -483,5 +498,6 @@ def final_outputs():
     return (
         [table_path(t) for t in TABLES]
         + [table_path(t, summary=True) for t in TABLES]
+        + [table_path("samples")]
         + [plot_path(t) for t in TABLES]
     )

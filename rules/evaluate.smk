@@ -10,7 +10,9 @@ rule evaluate_base:
         model=model_input,
         tasks=lambda wc: suite_dir(wc.suite),
     output:
-        base_eval_path("{model}", "{suite}"),
+        table=base_eval_path("{model}", "{suite}"),
+        results=base_eval_path("{model}", "{suite}", "results"),
+        samples=base_eval_path("{model}", "{suite}", "samples"),
     log:
         "logs/evaluate/{model}/base/{suite}.log",
     benchmark:
@@ -38,16 +40,20 @@ rule evaluate:
         tasks=lambda wc: suite_dir(wc.suite),
         mask=lambda wc: mask_path(wc.model, wc.method, wc.control, wc.n, wc.seed, wc.k),
     output:
-        eval_path(
-            "{model}",
-            "{method}",
-            "{control}",
-            "{n}",
-            "{seed}",
-            "{k}",
-            "{edit}",
-            "{suite}",
-        ),
+        **{
+            kind: eval_path(
+                "{model}",
+                "{method}",
+                "{control}",
+                "{n}",
+                "{seed}",
+                "{k}",
+                "{edit}",
+                "{suite}",
+                kind,
+            )
+            for kind in EVAL_SUFFIXES
+        },
     log:
         "logs/evaluate/{model}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}/{suite}.log",
     benchmark:

@@ -57,16 +57,20 @@ DEFAULTS = [
     ("models.*.device", models.load_model, "device"),
     ("models.*.revision", models.load_model, "revision"),
     ("models.*.collect_batch_size", collect.collect_statistics, "batch_size"),
-    ("models.*.eval_batch_size", evaluate.evaluate, "batch_size"),
+    ("models.*.eval_batch_size", evaluate.run_lm_eval, "batch_size"),
     ("identification.statistic", collect.collect_statistics, "statistic"),
     ("identification.max_length", collect.collect_statistics, "max_length"),
     ("identification.scope", select.top_k, "scope"),
     ("lape.top_rate", lape.lape_mask, "top_rate"),
     ("lape.filter_rate", lape.lape_mask, "filter_rate"),
     ("lape.activation_bar_ratio", lape.lape_mask, "activation_bar_ratio"),
-    ("evaluation.suites.*.limit", evaluate.evaluate, "limit"),
-    ("evaluation.suites.*.num_fewshot", evaluate.evaluate, "num_fewshot"),
-    ("evaluation.suites.*.max_gen_toks", evaluate.evaluate, "max_gen_toks"),
+    ("evaluation.suites.*.limit", evaluate.run_lm_eval, "limit"),
+    ("evaluation.suites.*.num_fewshot", evaluate.run_lm_eval, "num_fewshot"),
+    ("evaluation.suites.*.max_gen_toks", evaluate.run_lm_eval, "max_gen_toks"),
+    ("evaluation.suites.*.gen_kwargs", evaluate.run_lm_eval, "gen_kwargs"),
+    ("evaluation.suites.*.apply_chat_template", evaluate.run_lm_eval, "apply_chat_template"),
+    ("evaluation.suites.*.fewshot_as_multiturn", evaluate.run_lm_eval, "fewshot_as_multiturn"),
+    ("evaluation.suites.*.system_instruction", evaluate.run_lm_eval, "system_instruction"),
 ]
 
 
@@ -88,3 +92,11 @@ def test_methods_are_named_in_one_table_only():
     assert not any(f"[{name}" in text or f" {name}," in text for name in METHODS)
     rules = "".join(p.read_text() for p in (REPO / "rules").glob("*.smk"))
     assert '"mathneuro", "wanda"' not in rules and "'wanda'" not in rules
+
+
+def test_lm_evals_own_defaults_for_the_suite_options():
+    """Unset suite options mean what they mean to lm-eval (the paper's authors set none)."""
+    from lm_eval import simple_evaluate
+
+    for option in ("apply_chat_template", "fewshot_as_multiturn", "system_instruction", "gen_kwargs"):
+        assert default_of(simple_evaluate, option) == schema_default(f"evaluation.suites.*.{option}"), option

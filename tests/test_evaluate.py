@@ -117,3 +117,33 @@ def test_batch_size_auto_on_the_cpu_skips_lm_evals_gpu_memory_search(tiny, yaml_
     monkeypatch.setattr(HFLM, "_detect_batch_size", no_search)
     table = evaluate.evaluate(*tiny, ["toy_math"], include_path=yaml_dir, limit=2, batch_size="auto", max_gen_toks=4)
     assert (table["n"] == 2).all()
+
+
+def test_suite_options_reach_lm_eval_and_the_samples_show_what_the_model_saw_and_said(tiny, yaml_dir):
+    import copy
+
+    model, tokenizer = tiny
+    tokenizer = copy.deepcopy(tokenizer)
+    tokenizer.chat_template = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{% endfor %}<|assistant|>"
+    results = evaluate.run_lm_eval(model, tokenizer, ["toy_math", "toy_reading"], include_path=yaml_dir, limit=2,
+                                   batch_size=2, max_gen_toks=4, apply_chat_template=True,
+                                   system_instruction="Be brief.", log_samples=True)
+    samples = evaluate.samples_frame(results)
+    assert list(samples.columns) == evaluate.SAMPLE_COLUMNS
+    assert set(samples["task"]) == {"toy_math", "toy_reading"} and len(samples) == 4
+    assert samples["prompt"].str.startswith("<|system|>Be brief.").all()
+    math = samples[samples["task"] == "toy_math"]
+    assert (math["metric"] == "exact_match,strict-match").all() and math["correct"].isin([0.0, 1.0]).all()
+    reading = samples[samples["task"] == "toy_reading"]
+    record = synthetic.read_jsonl(next(p for t, p in _files(yaml_dir).items() if t == "reading"))[0]
+    assert reading["response"].iloc[0].strip() in record["choices"]
+    import json
+
+    written = json.loads(evaluate.results_json(results))
+    assert written["versions"] == {"toy_math": 1.0, "toy_reading": 1.0} and "samples" not in written
+
+
+def _files(yaml_dir):
+    """task -> its test file, as written into the task YAMLs."""
+    return {name[len("toy_"):-len(".yaml")]: Path(yaml.safe_load((yaml_dir / name).read_text())["dataset_kwargs"]["data_files"]["test"])
+            for name in ("toy_math.yaml", "toy_reading.yaml")}

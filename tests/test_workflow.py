@@ -4,6 +4,7 @@ caching contract: only new work runs, nothing finished reruns for a change it do
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 import sys
 from collections import Counter
@@ -92,6 +93,22 @@ def test_consistency_table_has_overlap_per_sample_count(run):
     assert set(consistency["metric"]) == {"jaccard", "overlap_rate", "overlap_coefficient"}
     assert consistency["value"].between(0, 1).all()
     assert ((consistency["seed_a"] == 0) & (consistency["seed_b"] == 1)).all()
+
+
+def test_every_evaluation_keeps_lm_evals_results_and_the_generations(run):
+    """Next to each tidy table: lm-eval's results JSON, and the per-sample records of generation
+    tasks (log_samples unset), gathered in the study's samples table."""
+    tables = list((run / "results" / "toy" / "eval").rglob("toy.parquet"))
+    assert len(tables) == 17  # 16 variants and the unedited model
+    for table in tables:
+        results = json.loads(table.with_name("toy.results.json").read_text())
+        assert set(results["versions"]) == {"toy_math", "toy_reading", "toy_facts"}
+        samples = pd.read_parquet(table.with_name("toy.samples.parquet"))
+        assert set(samples["task"]) == {"toy_math"} and len(samples) == 3  # limit 3, one filter
+    samples = table(run, "samples")
+    assert len(samples) == 17 * 3 and samples["prompt"].str.startswith("Question:").all()
+    assert samples["response"].notna().all() and samples["correct"].isin([0.0, 1.0]).all()
+    assert set(samples["method"]) == {"base", "mathneuro", "wanda", "random", "lape"}
 
 
 def test_rerun_after_full_run_has_nothing_to_do(run):
@@ -255,6 +272,26 @@ def finished_study(request, tmp_path_factory) -> tuple[Path, Path, set[str]]:
     workdir = tmp_path_factory.mktemp(request.param.stem)
     finished = {f for job in fake_finished_run(workdir, request.param) for f in job.outputs}
     return workdir, request.param, finished
+
+
+def test_editing_a_data_file_reruns_the_collections_that_read_it_and_what_follows(tmp_path):
+    """After a finished run, a line appended to a local data file plans that data set's
+    collections and their descendants, and nothing else."""
+    config = compose([REPO / "config.yaml"])
+    data = tmp_path / "data" / "reading.jsonl"
+    data.parent.mkdir()
+    data.write_text(json.dumps({"question": "Who wrote it?", "answer": "Ann"}) + "\n")
+    config["datasets"]["reading"]["path"] = "data/reading.jsonl"
+    configfile = write_config(tmp_path / "local.yaml", config)
+    every = fake_finished_run(tmp_path, configfile)
+    assert planned(tmp_path, configfile) == []
+    with data.open("a") as handle:
+        handle.write(json.dumps({"question": "Who read it?", "answer": "Bo"}) + "\n")
+    readers = {j for j in every if "data/reading.jsonl" in j.inputs}
+    assert {j.rule for j in readers} == {"collect_activations"}
+    assert {j.wc["dataset"] for j in readers} == {"reading"}
+    expected = descendants(every, readers) | {j for j in every if j.rule in ALWAYS}
+    assert_same_jobs(planned(tmp_path, configfile), expected)
 
 
 @pytest.mark.parametrize("what", ["K", "seed", "control", "suite", "consistency sample count"])

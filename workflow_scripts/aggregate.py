@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from mathneuro.logs import log_to
-from mathneuro.tables import build_tables
+from mathneuro.tables import build_tables, samples_table
 
 with log_to(snakemake.log[0]) as log:
     params, inputs, output = snakemake.params, snakemake.input, snakemake.output
@@ -23,3 +23,6 @@ with log_to(snakemake.log[0]) as log:
         table.to_parquet(table_paths[name], index=False)
         summary.to_parquet(summary_paths[name], index=False)
         log.info("%s: %d rows, summary %d rows", name, len(table), len(summary))
+    samples = samples_table(read(inputs.samples))
+    samples.to_parquet(output.samples, index=False)
+    log.info("samples: %d rows", len(samples))

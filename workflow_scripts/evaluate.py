@@ -1,14 +1,17 @@
-"""Evaluate one model variant (unedited, or a mask applied with a factor) on one lm-eval suite."""
+"""Evaluate one model variant (unedited, or a mask applied with a factor) on one lm-eval suite:
+the tidy results, lm-eval's own results JSON, and the per-sample records."""
+
+from pathlib import Path
 
 import torch
 
 from mathneuro import ParameterMask, apply_mask
-from mathneuro.evaluate import evaluate
+from mathneuro.evaluate import results_frame, results_json, run_lm_eval, samples_frame
 from mathneuro.logs import log_to
 from mathneuro.models import load_model
 
 with log_to(snakemake.log[0]) as log:
-    params, inputs = snakemake.params, snakemake.input
+    params, inputs, output, suite = snakemake.params, snakemake.input, snakemake.output, snakemake.params.suite
     torch.set_num_threads(snakemake.threads)
     model, tokenizer = load_model(**params.model)
     log.info("%s: %s on %s, batch size %s", params.model["path"], model.dtype, model.device, params.batch_size)
@@ -16,18 +19,21 @@ with log_to(snakemake.log[0]) as log:
         mask = ParameterMask.load(inputs.mask)
         apply_mask(model, mask, params.factor)  # the job ends with the model; nothing to restore
         log.info("edited %d parameters by x%s", mask.count(), params.factor)
-    suite = params.suite
-    table = evaluate(
-        model,
-        tokenizer,
-        suite["tasks"],
-        include_path=inputs.tasks,
-        limit=suite["limit"],
-        num_fewshot=suite["num_fewshot"],
-        max_gen_toks=suite["max_gen_toks"],
-        batch_size=params.batch_size,
-    )
-    for column, value in params.labels.items():
-        table[column] = value
-    table.to_parquet(snakemake.output[0], index=False)
+    options = ("limit", "num_fewshot", "max_gen_toks", "gen_kwargs", "apply_chat_template", "fewshot_as_multiturn",
+               "system_instruction")
+    results = run_lm_eval(model, tokenizer, suite["tasks"], include_path=inputs.tasks, batch_size=params.batch_size,
+                          log_samples=suite["log_samples"] is not False, **{key: suite[key] for key in options})
+    labels = {**params.labels, **{key: suite[key] for key in ("apply_chat_template", "fewshot_as_multiturn", "system_instruction")}}
+    table = results_frame(results)
+    samples = samples_frame(results)
+    if suite["log_samples"] is None:  # generation tasks only
+        generative = {t for t, c in results["configs"].items() if c.get("output_type") == "generate_until"}
+        samples = samples[samples["task"].isin(generative)]
+    for frame in (table, samples):
+        for column, value in labels.items():
+            frame[column] = value
+    table.to_parquet(output.table, index=False)
+    samples.to_parquet(output.samples, index=False)
+    Path(output.results).write_text(results_json(results))
     log.info("\n%s", table.to_string())
+    log.info("%d sample records kept", len(samples))
