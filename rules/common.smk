@@ -211,12 +211,11 @@ def top_k_labels(wildcards):
 
 def eval_path(model, method, control, n, seed, k, edit, suite, kind="table"):
     """One evaluation's files: `table` (tidy results), `results` (lm-eval's JSON), `samples`."""
-    stem = f"{R}/{model}/eval/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}/{suite}"
-    return stem + EVAL_SUFFIXES[kind]
+    return f"{R}/{model}/eval/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}/{suite}{EVAL_SUFFIXES[kind]}"
 
 
 def base_eval_path(model, suite, kind="table"):
-    return f"{R}/{model}/eval/base/{suite}" + EVAL_SUFFIXES[kind]
+    return f"{R}/{model}/eval/base/{suite}{EVAL_SUFFIXES[kind]}"
 
 
 EVAL_SUFFIXES = {

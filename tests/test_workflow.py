@@ -98,12 +98,12 @@ def test_consistency_table_has_overlap_per_sample_count(run):
 def test_every_evaluation_keeps_lm_evals_results_and_the_generations(run):
     """Next to each tidy table: lm-eval's results JSON, and the per-sample records of generation
     tasks (log_samples unset), gathered in the study's samples table."""
-    tables = list((run / "results" / "toy" / "eval").rglob("toy.parquet"))
-    assert len(tables) == 17  # 16 variants and the unedited model
-    for table in tables:
-        results = json.loads(table.with_name("toy.results.json").read_text())
+    evaluations = list((run / "results" / "toy" / "eval").rglob("toy.parquet"))
+    assert len(evaluations) == 17  # 16 variants and the unedited model
+    for path in evaluations:
+        results = json.loads(path.with_name("toy.results.json").read_text())
         assert set(results["versions"]) == {"toy_math", "toy_reading", "toy_facts"}
-        samples = pd.read_parquet(table.with_name("toy.samples.parquet"))
+        samples = pd.read_parquet(path.with_name("toy.samples.parquet"))
         assert set(samples["task"]) == {"toy_math"} and len(samples) == 3  # limit 3, one filter
     samples = table(run, "samples")
     assert len(samples) == 17 * 3 and samples["prompt"].str.startswith("Question:").all()
