@@ -64,11 +64,20 @@ def load_model(
     device_map: str | None = None,
     revision: str | None = None,
     offline: bool = False,
+    gpus: int = 0,
 ):
     """(model, tokenizer) in eval mode. ``device_map="auto"`` spreads a large model over GPUs.
 
     ``offline=True`` sets the Hugging Face offline flags first (compute nodes without internet).
+    ``gpus`` (the job's GPUs): unless ``device`` is ``cpu``, claim that many of this machine's
+    GPUs when no scheduler assigned any (``devices.claim_gpus``), and stop before loading if no
+    CUDA device is visible (``devices.require_gpus``).
     """
+    if gpus and device != "cpu":
+        from mathneuro.devices import claim_gpus, require_gpus
+
+        claim_gpus(gpus)
+        require_gpus(gpus, device, path)
     if offline:
         go_offline()
     lean_transformers()
@@ -99,7 +108,7 @@ def load_model(
 def load_weights(path: str, **kwargs):
     """(model, tokenizer) on the CPU, whatever device the config names: for jobs that only read
     or edit weights (selection, LAPE, export), never run the model on an accelerator."""
-    return load_model(path, **{**kwargs, "device": "cpu", "device_map": None})
+    return load_model(path, **{**kwargs, "device": "cpu", "device_map": None, "gpus": 0})
 
 
 def checkpoint_folder(path: str, *, revision: str | None = None, offline: bool = False) -> Path:

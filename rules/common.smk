@@ -276,6 +276,7 @@ def model_params(wildcards):
         "dtype": cfg["dtype"],
         "device": cfg["device"],
         "device_map": "auto" if cfg["gpus"] > 1 else None,
+        "gpus": cfg["gpus"],
         "offline": config["offline"],
     }
 
@@ -292,19 +293,24 @@ def size_b(model):
     return float(model_config(model)["size_b"])
 
 
-def model_job_mem_mb(wildcards):
+# Memory and time grow with the attempt: a job killed for either is retried with twice, then
+# three times as much (profiles/slurm: retries).
+
+
+def model_job_mem_mb(wildcards, attempt):
     """Host memory of a job that holds the model: its weights (2 bytes per parameter) plus headroom."""
-    return int(4000 + 3000 * size_b(wildcards.model))
+    return int((4000 + 3000 * size_b(wildcards.model)) * attempt)
 
 
-def weights_job_mem_mb(wildcards):
+def weights_job_mem_mb(wildcards, attempt):
     """Host memory of a job that reads the weights on the CPU and scores one matrix at a time."""
-    return int(4000 + 4000 * size_b(wildcards.model))
+    return int((4000 + 4000 * size_b(wildcards.model)) * attempt)
 
 
 def runtime_min(per_billion, floor=10):
-    return lambda wildcards: int(
-        max(floor, math.ceil(per_billion * size_b(wildcards.model)))
+    """Minutes: `per_billion` per billion parameters, at least `floor`, times the attempt."""
+    return lambda wildcards, attempt: int(
+        max(floor, math.ceil(per_billion * size_b(wildcards.model))) * attempt
     )
 
 

@@ -31,24 +31,31 @@ class Job:
     outputs: frozenset[str]
     inputs: frozenset[str] = field(compare=False)
     wildcards: tuple[tuple[str, str], ...] = field(compare=False)
+    resources: tuple[tuple[str, str], ...] = field(compare=False, default=())
+    local: bool = field(compare=False, default=False)
 
     @property
     def wc(self) -> dict[str, str]:
         return dict(self.wildcards)
 
+    @property
+    def res(self) -> dict[str, int | str]:
+        return {key: int(value) if value.isdigit() else value for key, value in self.resources}
 
-_BLOCK = re.compile(r"^(?:local)?rule (\w+):\n((?:    .*\n?)*)", re.M)
+
+_BLOCK = re.compile(r"^(local)?rule (\w+):\n((?:    .*\n?)*)", re.M)
 
 
 def parse_jobs(text: str) -> list[Job]:
-    """The jobs a dry run (-n) lists, with their inputs, outputs and wildcards."""
+    """The jobs a dry run (-n) lists, with their inputs, outputs, wildcards and resources."""
     jobs = []
     for match in _BLOCK.finditer(text):
-        fields = dict(re.findall(r"^    (\w+): (.*)$", match.group(2), re.M))
+        fields = dict(re.findall(r"^    (\w+): (.*)$", match.group(3), re.M))
         files = lambda key: frozenset(f.strip() for f in fields.get(key, "").split(",") if f.strip())  # noqa: E731
-        wildcards = tuple(sorted(tuple(part.strip().split("=", 1)) for part in fields.get("wildcards", "").split(",")
-                                 if "=" in part))
-        jobs.append(Job(match.group(1), files("output"), files("input"), wildcards))
+        pairs = lambda key: tuple(sorted(tuple(part.strip().split("=", 1)) for part in fields.get(key, "").split(",")  # noqa: E731
+                                         if "=" in part))
+        jobs.append(Job(match.group(2), files("output"), files("input"), pairs("wildcards"), pairs("resources"),
+                        local=bool(match.group(1))))
     return jobs
 
 

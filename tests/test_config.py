@@ -56,6 +56,7 @@ DEFAULTS = [
     ("models.*.dtype", models.load_model, "dtype"),
     ("models.*.device", models.load_model, "device"),
     ("models.*.revision", models.load_model, "revision"),
+    ("models.*.gpus", models.load_model, "gpus"),
     ("models.*.collect_batch_size", collect.collect_statistics, "batch_size"),
     ("models.*.eval_batch_size", evaluate.run_lm_eval, "batch_size"),
     ("identification.statistic", collect.collect_statistics, "statistic"),

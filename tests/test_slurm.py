@@ -1,7 +1,7 @@
 """Run the whole workflow through Slurm, with the user's profile (profiles/slurm).
 
-Needs a reachable Slurm cluster with a partition (default ``debug``) whose
-nodes offer a GPU GRES. On a workstation or CI machine, start a throw-away one:
+Needs a reachable Slurm cluster with the partitions of profiles/slurm/partitions.yaml
+(``cpu``, and ``gpu`` whose nodes offer a GPU GRES). On a workstation or CI machine, start a throw-away one:
 
     apt-get install -y slurmctld slurmd slurm-client munge   # as root
     ci/slurm/start.sh /tmp/slurm-ci && source /tmp/slurm-ci/env
@@ -13,12 +13,12 @@ MATHNEURO_REQUIRE_SLURM=1, which turns the skip into a failure so that a CI job
 meant to exercise Slurm cannot pass by skipping.
 
 What it proves: the profile's options are accepted by the installed Snakemake
-and executor plugin; every non-local rule is submitted with sbatch, the model
-rules with ``--gpus=<n>`` and the CPU rules without any GPU; the jobs run and
-the workflow writes its result tables.
+and executor plugin; every non-local rule is submitted with sbatch, the rules
+whose jobs ask for a GPU (found in the workflow's own dry run, not listed here)
+with ``--gpus=<n>`` to the GPU partition and all others to the CPU partition,
+without a GPU; the jobs run and the workflow writes its result tables.
 
-Knobs (environment): MATHNEURO_SLURM_PARTITION (default ``debug``),
-MATHNEURO_SLURM_TIMEOUT (seconds for the whole run, default 3600).
+Knob (environment): MATHNEURO_SLURM_TIMEOUT (seconds for the whole run, default 3600).
 """
 
 from __future__ import annotations
@@ -44,35 +44,21 @@ SNAKEFILE = REPO / "Snakefile"
 PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
 TINY_CONFIG = REPO / "tests" / "configs" / "tiny.yaml"
 
-PARTITION = os.environ.get("MATHNEURO_SLURM_PARTITION", "debug")
+PARTITIONS_FILE = PROFILE.with_name("partitions.yaml")
+# The profile's partitions: the GPU one (max_gpu > 0) and the CPU one; the test cluster has both.
+_LIMITS = yaml.safe_load(PARTITIONS_FILE.read_text())["partitions"]
+GPU_PARTITION = next(name for name, limits in _LIMITS.items() if limits.get("max_gpu", 0) > 0)
+CPU_PARTITION = next(name for name, limits in _LIMITS.items() if limits.get("max_gpu", 0) == 0)
+PARTITION = CPU_PARTITION
 TIMEOUT_S = int(os.environ.get("MATHNEURO_SLURM_TIMEOUT", "3600"))
-
-# The workflow's contract: which rules run the model (and ask for GPUs), which
-# run on CPUs, and which run inside the Snakemake process (localrules, never
-# submitted). Names absent from a run are not checked, except SUBMITTED_GPU_RULES,
-# which the tiny config must exercise.
-GPU_RULES = {"collect_activations", "evaluate_base", "evaluate"}
-SUBMITTED_GPU_RULES = {"collect_activations", "evaluate"}
-CPU_RULES = {
-    "synthetic_data",
-    "suite_tasks",
-    "mmlu_records",
-    "train_toy_model",  # declares gpu=0: a CPU job
-    "random_model",  # declares gpu=0: a CPU job
-    "top_k",
-    "difference",
-    "lape_mask",
-    "consistency",
-    "export_model",
-}
-LOCAL_RULES = {"aggregate", "plots", "prefetch", "all"}
 
 
 # --------------------------------------------------------------------------- #
 # Is there a Slurm to talk to?
 # --------------------------------------------------------------------------- #
 def slurm_unavailable_reason(partition: str = PARTITION) -> str | None:
-    """None if `partition` has a responding node that can take jobs, else why not."""
+    """None if `partition` (and the GPU partition) have a responding node that can take jobs,
+    else why not."""
     hint = "start one with ci/slurm/start.sh and source its env file"
     if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
         return "snakemake-executor-plugin-slurm is not installed (pip install -e '.[workflow]')"
@@ -95,6 +81,8 @@ def slurm_unavailable_reason(partition: str = PARTITION) -> str | None:
     states = proc.stdout.split()
     if not any(s in ("idle", "mixed") for s in states):
         return f"no usable node in Slurm partition {partition!r} (states: {states or 'none'})"
+    if partition != GPU_PARTITION:
+        return slurm_unavailable_reason(GPU_PARTITION)
     return None
 
 
@@ -111,26 +99,18 @@ def slurm_partition() -> str:
 # --------------------------------------------------------------------------- #
 # Helpers (also usable by hand against another Snakefile)
 # --------------------------------------------------------------------------- #
-def make_test_profile(dest: Path, partition: str, profile: Path | None = None) -> Path:
+def make_test_profile(dest: Path, profile: Path | None = None) -> Path:
     """Write profiles/slurm with the overrides a single-node test cluster needs.
 
-    Everything else (executor, resources per rule, log folder...) is the
+    Everything else (executor, partitions.yaml, resources, log folder...) is the
     user's profile unchanged, so that the test exercises it.
     """
-    cfg = yaml.safe_load((profile or PROFILE).read_text())
-    # The test cluster: one partition, no account, no accounting database.
+    profile = profile or PROFILE
+    cfg = yaml.safe_load(profile.read_text())
+    # The test cluster: no account, no accounting database.
     defaults = cfg.setdefault("default-resources", {})
-    defaults["slurm_partition"] = partition
     defaults.pop("slurm_account", None)
     cfg["slurm-no-account"] = True
-    # One partition, GPUs of no particular model; the rest as the user has it.
-    # (Rebuilt per rule: the profile shares one mapping between rules.)
-    set_resources = {
-        rule: {k: v for k, v in (res or {}).items() if k not in ("slurm_partition", "gpu_model")}
-        for rule, res in (cfg.pop("set-resources", None) or {}).items()
-    }
-    if any(set_resources.values()):
-        cfg["set-resources"] = {rule: res for rule, res in set_resources.items() if res}
     # No slurmdbd, so no sacct: read states with squeue. The plugin keeps to
     # squeue only while MinJobAge (300 s in ci/slurm) >= 3 x the first delay.
     cfg["slurm-status-command"] = "squeue"
@@ -141,8 +121,28 @@ def make_test_profile(dest: Path, partition: str, profile: Path | None = None) -
     cfg["latency-wait"] = 5
     cfg["retries"] = 0
     dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(profile.with_name(cfg["slurm-partition-config"]), dest / cfg["slurm-partition-config"])
     (dest / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     return dest
+
+
+def declared_local_rules() -> set[str]:
+    """The rules the workflow declares `localrules` (run in the Snakemake process)."""
+    text = "\n".join(p.read_text() for p in [SNAKEFILE, *sorted((REPO / "rules").glob("*.smk"))])
+    return {name for block in re.findall(r"^localrules:\n((?:[ \t]+\w+,?\n)+)", text, re.M)
+            for name in re.findall(r"\w+", block)}
+
+
+def workflow_rules(configfile: Path, workdir: Path) -> tuple[set[str], set[str], set[str]]:
+    """(GPU rules, CPU rules, local rules) of the run, from the workflow itself: its dry run (a
+    rule is a GPU rule when its jobs ask for `gpu` > 0) and its `localrules` declarations.
+    Nothing is listed by hand, so a new rule is never missed."""
+    from dag import planned
+
+    jobs = planned(workdir, configfile, "--forceall")
+    local = declared_local_rules()
+    gpu = {j.rule for j in jobs if j.rule not in local and j.res.get("gpu", 0) > 0}
+    return gpu, {j.rule for j in jobs if j.rule not in local} - gpu, local
 
 
 def make_test_config(dest: Path, configfile: Path | None = None) -> Path:
@@ -282,9 +282,10 @@ def failed_job_logs(log_text: str) -> str:
 def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
     assert SNAKEFILE.exists(), f"{SNAKEFILE} missing"
     assert TINY_CONFIG.exists(), f"{TINY_CONFIG} missing"
-    profile = make_test_profile(tmp_path / "profile", slurm_partition)
+    profile = make_test_profile(tmp_path / "profile")
     configfile = make_test_config(tmp_path / "config.yaml")
     workdir = tmp_path / "work"
+    gpu_rules, cpu_rules, local_rules = workflow_rules(configfile, tmp_path / "plan")
     log = tmp_path / "snakemake.log"
 
     args = [
@@ -324,24 +325,22 @@ def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
     assert jobs, "no job descriptions in the log (was --verbose dropped?)"
     local = {j.rule for j in jobs.values() if j.local}
     remote = [j for j in jobs.values() if not j.local]
-    assert not local & (GPU_RULES | CPU_RULES), f"cluster rules ran locally: {local}"
+    assert not local & (gpu_rules | cpu_rules), f"cluster rules ran locally: {local}"
     remote_rules = {j.rule for j in remote}
-    assert not remote_rules & LOCAL_RULES, f"local rules went to Slurm: {remote_rules & LOCAL_RULES}"
-    missing = SUBMITTED_GPU_RULES - remote_rules
-    assert not missing, f"GPU rules never submitted: {missing}"
-    assert any(j.gpus == 0 for j in remote), "no CPU job was submitted to Slurm"
+    assert not remote_rules & local_rules, f"local rules went to Slurm: {remote_rules & local_rules}"
+    assert gpu_rules and gpu_rules <= remote_rules, f"GPU rules never submitted: {gpu_rules - remote_rules}"
+    assert cpu_rules <= remote_rules, f"CPU rules never submitted: {cpu_rules - remote_rules}"
     for job in remote:
         what = f"job {job.jobid} ({job.rule})"
         assert job.slurm_id is not None, f"{what} was never submitted to Slurm"
         call = job.sbatch
         assert call is not None, f"{what}: no `sbatch call:` line found"
-        assert f"-p {slurm_partition}" in call, f"{what}: no partition in {call}"
+        # The plugin chose the partition from partitions.yaml and the job's own `gpu`.
+        partition = GPU_PARTITION if job.rule in gpu_rules else CPU_PARTITION
+        assert f"-p {partition}" in call, f"{what}: not sent to partition {partition!r}: {call}"
         assert re.search(r" -t \d+", call), f"{what}: no runtime in {call}"
         assert re.search(r" --mem \d+", call), f"{what}: no memory in {call}"
-        if job.rule in GPU_RULES:
-            assert job.gpus >= 1, f"{what} declares no GPU (resources: gpu={job.gpus})"
-        if job.rule in CPU_RULES:
-            assert job.gpus == 0, f"CPU {what} declares gpu={job.gpus}"
+        assert (job.gpus >= 1) == (job.rule in gpu_rules), f"{what}: gpu={job.gpus}"
         if job.gpus:
             assert re.search(rf" --gpus={job.gpus}\b", call), f"{what} asked no GPU: {call}"
             # Slurm's side: the job got the node's GPU (the job-step plugin

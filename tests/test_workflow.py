@@ -347,6 +347,30 @@ def test_paper_configs_are_the_shared_paper_file_plus_a_model(configfile):
     assert "auxiliary_train" not in yaml.safe_dump(config)
 
 
+# --- Cluster: every GPU job to the GPU partition, decided in one place --------------------------------
+
+
+@pytest.mark.parametrize("configfile", [TINY, REPO / "config.yaml", *MODEL_CONFIGS], ids=lambda p: p.stem)
+def test_the_slurm_profile_sends_every_gpu_job_and_only_those_to_the_gpu_partition(tmp_path, configfile):
+    """The plugin picks each job's partition from profiles/slurm/partitions.yaml by the job's own
+    resources (its `gpu` comes from the model config): run here on every job of the dry run under
+    the profile, as the plugin runs it at submission."""
+    import logging
+    from types import SimpleNamespace
+
+    from snakemake_executor_plugin_slurm.partitions import get_best_partition, read_partition_file
+
+    partitions = read_partition_file(REPO / "profiles" / "slurm" / "partitions.yaml")
+    jobs = [j for j in planned(tmp_path, configfile, "--forceall", "--profile", str(REPO / "profiles" / "slurm"))
+            if not j.local]
+    assert any(j.res.get("gpu", 0) > 0 for j in jobs) == (configfile != REPO / "config.yaml")  # the toy: CPU only
+    for job in jobs:
+        fake = SimpleNamespace(resources=job.res, threads=1, name=job.rule, is_group=lambda: False)
+        chosen = get_best_partition(partitions, fake, logging.getLogger("test"))
+        assert chosen == ("gpu" if job.res.get("gpu", 0) > 0 else "cpu"), (job.rule, job.res)
+        assert "slurm_partition" not in job.res  # nothing overrides the choice
+
+
 # --- Bad configs ----------------------------------------------------------------------------------
 
 
