@@ -26,6 +26,7 @@ import torch
 from safetensors.torch import load_file, safe_open, save_file
 from torch import nn
 
+from mathneuro import provenance
 from mathneuro.targets import Target, find_targets, untied_head
 
 STATISTICS = ("norm", "wanda")
@@ -59,7 +60,8 @@ class ActivationStats:
             "metadata": self.metadata,
             "layout": self.layout,
         }
-        save_file(tensors, str(path), metadata={"mathneuro.stats": json.dumps(header)})
+        metadata = {"mathneuro.stats": json.dumps(header), provenance.KEY: json.dumps(provenance.fingerprint())}
+        save_file(tensors, str(path), metadata=metadata)
 
     @classmethod
     def load(cls, path: str | Path) -> ActivationStats:

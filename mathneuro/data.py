@@ -35,6 +35,8 @@ Spec keys (a key set to ``null``/``None`` counts as absent):
     ``hf`` and ``synthetic`` only: which split to read; default ``train``.
 ``cache_dir``
     ``hf`` only: the datasets cache folder (default: the ``datasets`` default).
+``revision``
+    ``hf`` only: the hub revision (a commit hash pins the data; default: the latest).
 ``columns``
     ``csv`` only: column names for a CSV file *without* a header row. Without
     ``columns`` the first row is the header.
@@ -100,7 +102,7 @@ _FILE_SOURCES = frozenset({"json", "csv", "parquet"})
 _COMMON_KEYS = frozenset({"source", "template", "n", "seed", "replace", "id_field"})
 _SOURCE_KEYS: Mapping[str, frozenset[str]] = types.MappingProxyType(
     {
-        "hf": frozenset({"path", "name", "split", "cache_dir"}),
+        "hf": frozenset({"path", "name", "split", "cache_dir", "revision"}),
         "json": frozenset({"path"}),
         "csv": frozenset({"path", "columns"}),
         "parquet": frozenset({"path"}),
@@ -202,7 +204,7 @@ def _check_source_keys(spec: Mapping[str, Any], source: str) -> None:
     path = spec.get("path")
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise ValueError(f"dataset spec: source {source!r} needs 'path' (a file, glob or dataset name), got {path!r}")
-    for key in ("name", "split", "cache_dir"):
+    for key in ("name", "split", "cache_dir", "revision"):
         if spec.get(key) is not None and not isinstance(spec[key], (str, os.PathLike)):
             raise ValueError(f"dataset spec: {key!r} must be a string, got {spec[key]!r}")
     _check_columns(spec.get("columns"))
@@ -411,7 +413,8 @@ def _hf_table(spec: Mapping[str, Any], base_dir: str | os.PathLike[str] | None,
         builder, files = local
         dataset = datasets.load_dataset(builder, data_files=files, split=split, cache_dir=cache_dir)
     else:
-        dataset = datasets.load_dataset(path, spec.get("name"), split=split, cache_dir=cache_dir)
+        dataset = datasets.load_dataset(path, spec.get("name"), split=split, cache_dir=cache_dir,
+                                        revision=spec.get("revision"))
 
     def rows(indices: Sequence[int]) -> list[Record]:
         return dataset.select(list(indices)).to_list() if indices else []

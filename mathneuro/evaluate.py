@@ -263,7 +263,11 @@ def _first(value: Any) -> Any:
 
 
 def results_json(results: Mapping[str, Any]) -> str:
-    """lm-eval's result without the per-sample records, as lm-eval writes it (JSON)."""
+    """lm-eval's result without the per-sample records, as lm-eval writes it (JSON), and which
+    mathneuro code made it (``mathneuro_code``)."""
     from lm_eval.utils import handle_non_serializable
 
-    return json.dumps({k: v for k, v in results.items() if k != "samples"}, indent=1, default=handle_non_serializable)
+    from mathneuro.provenance import fingerprint
+
+    kept = {k: v for k, v in results.items() if k != "samples"}
+    return json.dumps({**kept, "mathneuro_code": fingerprint()}, indent=1, default=handle_non_serializable)

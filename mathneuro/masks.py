@@ -19,6 +19,8 @@ import torch
 from safetensors.torch import load_file, safe_open, save_file
 from torch import nn
 
+from mathneuro import provenance
+
 _SHAPES_KEY = "mathneuro.shapes"
 _PROVENANCE_KEY = "mathneuro.provenance"
 
@@ -127,6 +129,7 @@ class ParameterMask(Mapping[str, torch.Tensor]):
         metadata = {
             _SHAPES_KEY: json.dumps(self.shapes),
             _PROVENANCE_KEY: json.dumps(self.provenance, sort_keys=True, default=str),
+            provenance.KEY: json.dumps(provenance.fingerprint()),  # which code made it
         }
         save_file(packed, str(path), metadata=metadata)
 

@@ -107,7 +107,10 @@ def write_suite(
             raise ValueError(f"lm-eval task {name!r} has no YAML definition to include")
         config = {"include": str(Path(entry.yaml_path).resolve()), **redirects.get(name, {})}
         (out_dir / f"{name}.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    from mathneuro.provenance import fingerprint
+
     manifest = {
+        "mathneuro_code": fingerprint(),
         "tasks": list(tasks),
         "groups": sorted(groups),
         "leaves": {name: {"source": str(entry.yaml_path), "data_files": redirects[name].get("dataset_kwargs", {}).get("data_files")}

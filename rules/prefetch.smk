@@ -25,7 +25,7 @@ rule prefetch:
             if not model_dir(label)
         ],
         datasets=[
-            {k: v for k, v in spec.items() if k in ("path", "name")}
+            {k: v for k, v in spec.items() if k in ("path", "name", "revision")}
             for spec in config["datasets"].values()
             if spec["source"] == "hf" and local_key(spec["path"]) is None
         ],

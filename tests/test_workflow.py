@@ -111,6 +111,19 @@ def test_every_evaluation_keeps_lm_evals_results_and_the_generations(run):
     assert set(samples["method"]) == {"base", "mathneuro", "wanda", "random", "lape"}
 
 
+def test_every_output_records_the_code_that_made_it_and_none_is_stale(run):
+    from mathneuro import provenance
+
+    results = run / "results"
+    for kind in ["toy/stats", "toy/topk", "toy/masks", "toy/counts", "toy/eval", "toy/consistency", "tables/tiny"]:
+        made = list(provenance.outputs(results / kind))
+        assert made and all(provenance.read_fingerprint(p) for p in made), kind
+    assert provenance.read_fingerprint(results / "models" / "toy" / "mathneuro_code.json")
+    assert provenance.stale(results) == {}
+    done = subprocess.run([sys.executable, "-m", "mathneuro.provenance", str(results)], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == ""
+
+
 def test_rerun_after_full_run_has_nothing_to_do(run):
     assert planned(run, TINY) == []
 

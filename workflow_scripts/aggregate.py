@@ -5,6 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from mathneuro.logs import log_to
+from mathneuro.provenance import write_parquet
 from mathneuro.tables import build_tables, samples_table
 
 with log_to(snakemake.log[0]) as log:
@@ -20,9 +21,9 @@ with log_to(snakemake.log[0]) as log:
     table_paths = {Path(p).stem: p for p in output.tables}
     summary_paths = {Path(p).stem.removesuffix("_summary"): p for p in output.summaries}
     for name, (table, summary) in tables.items():
-        table.to_parquet(table_paths[name], index=False)
-        summary.to_parquet(summary_paths[name], index=False)
+        write_parquet(table, table_paths[name])
+        write_parquet(summary, summary_paths[name])
         log.info("%s: %d rows, summary %d rows", name, len(table), len(summary))
     samples = samples_table(read(inputs.samples))
-    samples.to_parquet(output.samples, index=False)
+    write_parquet(samples, output.samples)
     log.info("samples: %d rows", len(samples))

@@ -1,5 +1,7 @@
 """Activation statistics of one data set draw through one model (and LAPE's activation counts)."""
 
+import json
+
 import torch
 
 from mathneuro import collect_statistics, find_targets, mlp_activations
@@ -28,6 +30,7 @@ with log_to(snakemake.log[0]) as log:
         lape=lape,
         progress=lambda done, total: log.info("collected %d/%d", done, total),
     )
-    stats.metadata.update(model=params.model["path"], dataset=wildcards.dataset, n=wildcards.n, seed=wildcards.seed)
+    stats.metadata.update(model=params.model["path"], model_revision=str(params.model["revision"]), dataset=wildcards.dataset,
+                          spec=json.dumps(params.spec, sort_keys=True), n=wildcards.n, seed=wildcards.seed)
     stats.save(snakemake.output[0])
     log.info("%d tokens, %d samples truncated at %d tokens", stats.n_tokens, stats.n_truncated, params.max_length)

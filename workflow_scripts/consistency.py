@@ -2,11 +2,12 @@
 
 from mathneuro import ParameterMask
 from mathneuro.logs import log_to
+from mathneuro.provenance import write_parquet
 from mathneuro.tables import pair_overlaps
 
 with log_to(snakemake.log[0]) as log:
     params = snakemake.params
     masks = {seed: ParameterMask.load(path) for seed, path in zip(params.seeds, snakemake.input)}
     table = pair_overlaps(masks, **params.labels, method="mathneuro", k=params.k, k_fraction=params.fraction)
-    table.to_parquet(snakemake.output[0], index=False)
+    write_parquet(table, snakemake.output[0])
     log.info("\n%s", table.to_string())

@@ -2,6 +2,7 @@
 
 from mathneuro import ParameterMask, random_like, specific
 from mathneuro.logs import log_to
+from mathneuro.provenance import write_parquet
 from mathneuro.tables import mask_counts
 
 with log_to(snakemake.log[0]) as log:
@@ -13,5 +14,5 @@ with log_to(snakemake.log[0]) as log:
     for method, mask in sets.items():
         mask.save(output[method])
         counts = mask_counts(mask, model_parameters=model_parameters, method=method, **params.labels)
-        counts.to_parquet(output[f"{method}_counts"], index=False)
+        write_parquet(counts, output[f"{method}_counts"])
         log.info("k=%s %s/%s: %d of %d parameters", params.labels["k"], method, params.labels["control"], mask.count(), mask.numel())

@@ -8,6 +8,7 @@ import torch
 from mathneuro import ParameterMask, apply_mask
 from mathneuro.evaluate import results_frame, results_json, run_lm_eval, samples_frame
 from mathneuro.logs import log_to
+from mathneuro.provenance import write_parquet
 from mathneuro.models import load_model
 
 with log_to(snakemake.log[0]) as log:
@@ -32,8 +33,8 @@ with log_to(snakemake.log[0]) as log:
     for frame in (table, samples):
         for column, value in labels.items():
             frame[column] = value
-    table.to_parquet(output.table, index=False)
-    samples.to_parquet(output.samples, index=False)
+    write_parquet(table, output.table)
+    write_parquet(samples, output.samples)
     Path(output.results).write_text(results_json(results))
     log.info("\n%s", table.to_string())
     log.info("%d sample records kept", len(samples))

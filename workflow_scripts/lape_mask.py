@@ -4,6 +4,7 @@ import torch
 
 from mathneuro import ActivationStats, find_targets, lape_mask
 from mathneuro.logs import log_to
+from mathneuro.provenance import write_parquet
 from mathneuro.models import load_weights
 from mathneuro.tables import mask_counts
 
@@ -16,5 +17,5 @@ with log_to(snakemake.log[0]) as log:
     mask = lape_mask(model, stats, params.skill, targets=targets, **params.settings)
     mask.save(output.mask)
     counts = mask_counts(mask, model_parameters=sum(p.numel() for p in model.parameters()), **params.labels)
-    counts.to_parquet(output.counts, index=False)
+    write_parquet(counts, output.counts)
     log.info("LAPE: %d parameters of %d", mask.count(), mask.numel())

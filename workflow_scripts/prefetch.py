@@ -12,8 +12,8 @@ with log_to(snakemake.log[0]) as log:
         path = snapshot_download(model["path"], revision=model["revision"])
         log.info("model %s -> %s", model["path"], path)
     for spec in params.datasets:
-        datasets.load_dataset(spec["path"], spec.get("name"))
-        log.info("data set %s (%s)", spec["path"], spec.get("name"))
+        datasets.load_dataset(spec["path"], spec.get("name"), revision=spec.get("revision"))
+        log.info("data set %s (%s) at revision %s", spec["path"], spec.get("name"), spec.get("revision") or "latest")
     if params.tasks:
         get_task_dict(list(params.tasks), TaskManager(include_path=params.include_path))
         log.info("lm-eval tasks %s", params.tasks)

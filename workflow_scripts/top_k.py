@@ -7,6 +7,7 @@ import torch
 
 from mathneuro import ActivationStats, top_k
 from mathneuro.logs import log_to
+from mathneuro.provenance import write_parquet
 from mathneuro.models import load_weights, stored_weights
 from mathneuro.tables import mask_counts
 from mathneuro.targets import stored_targets
@@ -27,5 +28,5 @@ with log_to(snakemake.log[0]) as log, ExitStack() as stack:
     model_parameters = int(stats.metadata["model_parameters"])
     mask.provenance.update(dataset=dataset, k=params.labels["k"], model_parameters=model_parameters)
     mask.save(output.mask)
-    mask_counts(mask, model_parameters=model_parameters, **params.labels).to_parquet(output.counts, index=False)
+    write_parquet(mask_counts(mask, model_parameters=model_parameters, **params.labels), output.counts)
     log.info("k=%s %s: %d of %d parameters", params.labels["k"], dataset, mask.count(), mask.numel())
