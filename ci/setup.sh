@@ -7,3 +7,5 @@ python3 -m venv .venv
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet "torch==${MATHNEURO_TORCH:-2.13.0}"
 .venv/bin/pip install --quiet -e ".[workflow,dev]"
+# `snakemake --profile slurm` by its bare name (never replaces a profile of that name).
+bash ci/install_profile.sh

@@ -99,31 +99,27 @@ def slurm_partition() -> str:
 # --------------------------------------------------------------------------- #
 # Helpers (also usable by hand against another Snakefile)
 # --------------------------------------------------------------------------- #
-def make_test_profile(dest: Path, profile: Path | None = None) -> Path:
-    """Write profiles/slurm with the overrides a single-node test cluster needs.
+# What the single-node test cluster needs on top of the user's profile, given on the command line
+# (which wins over the profile); everything else (executor, partitions.yaml, resources, log
+# folder...) is the user's profile unchanged, so that the test exercises it.
+TEST_CLUSTER_ARGS = [
+    # No slurmdbd, so no sacct: read states with squeue. The plugin keeps to squeue only while
+    # MinJobAge (300 s in ci/slurm) >= 3 x the first delay.
+    "--slurm-status-command", "squeue",
+    "--slurm-init-seconds-before-status-checks", "5",
+    "--slurm-no-account",  # no accounts on the test cluster
+    "--slurm-keep-successful-logs",  # every job's Slurm log, to show it when something fails
+    "--latency-wait", "5",  # local file system: no need to wait for NFS
+    "--retries", "0",  # fail fast
+]  # fmt: skip
 
-    Everything else (executor, partitions.yaml, resources, log folder...) is the
-    user's profile unchanged, so that the test exercises it.
-    """
-    profile = profile or PROFILE
-    cfg = yaml.safe_load(profile.read_text())
-    # The test cluster: no account, no accounting database.
-    defaults = cfg.setdefault("default-resources", {})
-    defaults.pop("slurm_account", None)
-    cfg["slurm-no-account"] = True
-    # No slurmdbd, so no sacct: read states with squeue. The plugin keeps to
-    # squeue only while MinJobAge (300 s in ci/slurm) >= 3 x the first delay.
-    cfg["slurm-status-command"] = "squeue"
-    cfg["slurm-init-seconds-before-status-checks"] = 5
-    # Keep every job's Slurm log, to show it when something fails.
-    cfg["slurm-keep-successful-logs"] = True
-    # Local file system: no need to wait for NFS; fail fast, no resubmission.
-    cfg["latency-wait"] = 5
-    cfg["retries"] = 0
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy(profile.with_name(cfg["slurm-partition-config"]), dest / cfg["slurm-partition-config"])
-    (dest / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return dest
+
+def install_profile(config_home: Path) -> dict[str, str]:
+    """Run the set-up's profile step with its own user config folder; return the environment in
+    which `snakemake --profile slurm` (the bare name) finds this repository's profile."""
+    env = {**os.environ, "XDG_CONFIG_HOME": str(config_home)}
+    subprocess.run(["bash", str(REPO / "ci" / "install_profile.sh")], env=env, check=True, capture_output=True)
+    return env
 
 
 def declared_local_rules() -> set[str]:
@@ -168,7 +164,7 @@ def make_test_config(dest: Path, configfile: Path | None = None) -> Path:
     return dest
 
 
-def run_snakemake(args: list[str], log: Path, timeout_s: int, cwd: Path = REPO) -> int:
+def run_snakemake(args: list[str], log: Path, timeout_s: int, cwd: Path = REPO, env: dict | None = None) -> int:
     """Run Snakemake in its own process group and kill the whole group on timeout.
 
     The Slurm plugin's status loop can hang for good (and ignore SIGTERM) when
@@ -182,6 +178,7 @@ def run_snakemake(args: list[str], log: Path, timeout_s: int, cwd: Path = REPO) 
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env=env,
         )
         try:
             return proc.wait(timeout=timeout_s)
@@ -282,7 +279,7 @@ def failed_job_logs(log_text: str) -> str:
 def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
     assert SNAKEFILE.exists(), f"{SNAKEFILE} missing"
     assert TINY_CONFIG.exists(), f"{TINY_CONFIG} missing"
-    profile = make_test_profile(tmp_path / "profile")
+    env = install_profile(tmp_path / "config_home")
     configfile = make_test_config(tmp_path / "config.yaml")
     workdir = tmp_path / "work"
     gpu_rules, cpu_rules, local_rules = workflow_rules(configfile, tmp_path / "plan")
@@ -290,13 +287,14 @@ def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
 
     args = [
         "--snakefile", str(SNAKEFILE),
-        "--profile", str(profile),
+        "--profile", "slurm",  # the bare name, as the README has it
+        *TEST_CLUSTER_ARGS,
         "--configfile", str(configfile),
         "--directory", str(workdir),
         "--verbose",  # makes the plugin log each `sbatch call:`
     ]  # fmt: skip
     try:
-        rc = run_snakemake(args, log, TIMEOUT_S)
+        rc = run_snakemake(args, log, TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired:
         pytest.fail(
             f"Snakemake on Slurm did not finish within {TIMEOUT_S} s (process group "
