@@ -554,7 +554,9 @@ def _read_json(file: Path) -> list[dict[str, Any]]:
         records = json.loads(text)
     else:
         records = []
-        for line_no, line in enumerate(text.splitlines(), start=1):
+        # JSON lines end at "\n" only: str.splitlines() would also split inside a string at U+0085
+        # (NEL) or U+2028, which some of MMLU's questions contain
+        for line_no, line in enumerate(text.split("\n"), start=1):
             if line.strip():
                 try:
                     records.append(json.loads(line))
