@@ -18,6 +18,9 @@ if not workflow.overwrite_configfiles:
     configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/model.smk"

@@ -11,8 +11,14 @@ implementation (``identify.py`` of "Language-Specific Neurons", ACL 2024):
 4. a kept neuron is specific to data set d when its p_d exceeds the ``activation_bar_ratio``
    quantile of all probabilities.
 
-Neurons specific to the target data set become a ``ParameterMask`` over the MLP weights that
-write them (gate/up/fc1 rows) and read them (down/fc2 columns).
+Neurons specific to the target data set become a ``ParameterMask`` over the weights that read
+them: the down/fc2 column of each neuron, its output. Zeroing it removes the neuron's contribution
+(as zeroing its gate and up rows would, and unlike zeroing an fc1 row, whose bias stays), and
+multiplying it by a factor scales the neuron's output by exactly that factor; the authors' code
+multiplies gate, up and down weights, about factor^3 on the output (README).
+
+Like Tang et al. and the authors' code, the entropy is taken over every data set at once (the
+skill and all controls); ``top_rate`` is the workflow's K.
 """
 
 from __future__ import annotations
@@ -59,21 +65,20 @@ def specific_neurons(
     return keep.view(entropy.shape)[..., None] & (probs > bar)
 
 
-def _mlp_weights(targets: Sequence[Target], mlp: str, d_mlp: int) -> list[tuple[Target, int]]:
-    """Targets in block ``mlp`` touching its ``d_mlp`` neurons, with the weight axis indexing them."""
-    found = []
+def _output_weights(targets: Sequence[Target], mlp: str, d_mlp: int) -> tuple[Target, int]:
+    """The target in block ``mlp`` that reads its ``d_mlp`` neurons (down_proj, fc2, c_proj), and
+    the weight axis that indexes them (Linear: columns; GPT-2's Conv1D: rows)."""
+    readers = []
     for t in targets:
-        if not t.name.startswith(mlp + "."):
-            continue
-        out_features = t.weight.shape[1] if t.transposed else t.weight.shape[0]
-        writes, reads = out_features == d_mlp, t.in_features == d_mlp
-        if writes and reads:
-            raise ValueError(f"cannot tell whether {t.name} reads or writes the MLP neurons (square)")
-        if writes:  # output units are the neurons: Linear rows, Conv1D columns
-            found.append((t, 1 if t.transposed else 0))
-        elif reads:  # input features are the neurons: Linear columns, Conv1D rows
-            found.append((t, 0 if t.transposed else 1))
-    return found
+        if t.name.startswith(mlp + ".") and t.in_features == d_mlp:
+            out_features = t.weight.shape[1] if t.transposed else t.weight.shape[0]
+            if out_features == d_mlp:
+                raise ValueError(f"cannot tell whether {t.name} reads or writes the MLP neurons (square)")
+            readers.append((t, 0 if t.transposed else 1))
+    if len(readers) != 1:
+        raise ValueError(f"expected one target weight reading the neurons of {mlp!r}, found "
+                         f"{[t.name for t, _ in readers]}")
+    return readers[0]
 
 
 def lape_mask(
@@ -86,7 +91,8 @@ def lape_mask(
     activation_bar_ratio: float = 0.95,
     targets: Sequence[Target] | None = None,
 ) -> ParameterMask:
-    """Mask over MLP weights of the neurons LAPE finds specific to data set ``target``."""
+    """Mask over the output weights of the MLP neurons LAPE finds specific to data set ``target``,
+    the entropy taken over every data set in ``stats``."""
     if target not in stats:
         raise ValueError(f"LAPE target data set {target!r} is not among {sorted(stats)}")
     sets = list(stats)
@@ -97,12 +103,8 @@ def lape_mask(
     targets = list(targets) if targets is not None else find_targets(model)
     masks = {t.param_name: torch.zeros(t.weight.shape, dtype=torch.bool) for t in targets}
     for act_name, neurons in zip(names, specific):
-        mlp = act_name.rsplit(".", 1)[0]
-        weights = _mlp_weights(targets, mlp, neurons.numel())
-        if not weights:
-            raise ValueError(f"no target weights read or write the neurons of {act_name!r}")
-        for t, axis in weights:
-            masks[t.param_name].index_fill_(axis, neurons.nonzero().squeeze(1), True)
+        t, axis = _output_weights(targets, act_name.rsplit(".", 1)[0], neurons.numel())
+        masks[t.param_name].index_fill_(axis, neurons.nonzero().squeeze(1), True)
     provenance = {"method": "lape", "target": target, "sets": sets, "top_rate": top_rate,
                   "filter_rate": filter_rate, "activation_bar_ratio": activation_bar_ratio}
     return ParameterMask(masks, provenance)

@@ -1,4 +1,10 @@
-"""One figure per table, from the summary frames (means over repeats, error bars = std)."""
+"""The figures, each drawn from one of the tidy per-repeat tables (``FIGURES``).
+
+Conventions shared by every figure: a method has one colour everywhere (``METHODS`` order), a
+control set one line style; curves show the mean over repeats with the repeats' range as a band
+or error bar; the unedited model is a dashed black line; K is on a log axis (the paper's grid
+spans 0.01% to 15%); legends sit below the panels, never over data; one row of panels per model.
+"""
 
 from __future__ import annotations
 
@@ -8,94 +14,335 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from mathneuro.analyses import FIGURES  # noqa: E402
+from mathneuro.methods import METHODS  # noqa: E402
 
-def _grid(n: int, width: float = 4.0):
-    fig, axes = plt.subplots(1, max(n, 1), figsize=(width * max(n, 1), 3.4), squeeze=False)
-    return fig, axes[0]
+COLOURS = dict(zip(METHODS, plt.get_cmap("tab10").colors))
+STYLES = ["-", "--", ":", "-."]
+# Sets whose spread over layers says something: random copies MathNeuro's counts per matrix, and a
+# per-matrix TopK set (Wanda) holds K of every matrix by construction.
+PLACED_METHODS = [m for m in METHODS if not METHODS[m].same_count_as and not METHODS[m].top_k_set]
 
 
-def _save(fig, path: str | Path) -> None:
-    fig.tight_layout()
+def _headline_tasks(tasks) -> list[str]:
+    """The tasks to draw: a group's score (``mmlu``) stands for its subtasks (``mmlu_anatomy``...),
+    which stay in the tables."""
+    tasks = sorted(set(tasks))
+    return [t for t in tasks if not any(t != u and t.startswith(u + "_") for u in tasks)]
+
+
+def _label(method: str) -> str:
+    return METHODS[method].label if method in METHODS else method
+
+
+def _panels(rows: list, columns: list, width: float = 3.6, height: float = 3.0):
+    fig, axes = plt.subplots(len(rows), len(columns), figsize=(width * len(columns), height * len(rows) + 0.8),
+                             squeeze=False)
+    return fig, axes
+
+
+def _save(fig, path: str | Path, handles=None, labels=None) -> None:
+    if handles:
+        columns = max(1, min(len(labels), int(fig.get_figwidth() // 2.6)))
+        rows = (len(labels) + columns - 1) // columns
+        fig.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, 0.2 * rows / fig.get_figheight(), 1, 1))
+    else:
+        fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def _mean(table: pd.DataFrame, keys: list[str], column: str) -> pd.DataFrame:
-    return table.groupby(keys, dropna=False, as_index=False)[column].agg(["mean", "std"])
+def _spread(frame: pd.DataFrame, keys: list[str], column: str) -> pd.DataFrame:
+    """Mean and range of ``column`` over repeats, per ``keys``."""
+    return frame.groupby(keys, dropna=False, as_index=False)[column].agg(mean="mean", low="min", high="max")
+
+
+def _legend(axes) -> tuple[list, list]:
+    seen = {}
+    for ax in np.ravel(axes):
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, handle)
+    return list(seen.values()), list(seen)
+
+
+def _k_axis(ax, fractions: pd.Series) -> None:
+    """Log axis with a tick at each K of the study, labelled in percent."""
+    ks = sorted(fractions.dropna().unique())
+    ax.set_xscale("log")
+    if ks:
+        ax.set_xticks([k * 100 for k in ks], [f"{k * 100:g}%" for k in ks], fontsize=7)
+        ax.minorticks_off()
+
+
+def _accuracy_axis(ax, values: pd.Series) -> None:
+    """A share (accuracy) from 0 to 1, so that a point lost reads as small as it is."""
+    if len(values) and values.between(0, 1).all():
+        ax.set_ylim(-0.02, 1.02)
+
+
+def _empty(path: str | Path, what: str) -> None:
+    fig, ax = plt.subplots(figsize=(5, 2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, f"no {what} in this study", ha="center", va="center")
+    _save(fig, path)
+
+
+def _edit_curves(table: pd.DataFrame, path: str | Path, value: str, ylabel: str) -> None:
+    """Per model (rows) and task (columns): ``value`` against K for every method and control."""
+    if table.empty:
+        return _empty(path, "results")
+    models, tasks = sorted(table["model"].unique()), _headline_tasks(table["task"].unique())
+    controls = sorted(c for c in table["control"].dropna().unique() if c != "none")
+    style = {c: STYLES[i % len(STYLES)] for i, c in enumerate(controls)} | {"none": "-"}
+    fig, axes = _panels(models, tasks)
+    for row, model in enumerate(models):
+        for col, task in enumerate(tasks):
+            ax = axes[row][col]
+            rows = table[(table["model"] == model) & (table["task"] == task)]
+            for (method, control, edit), group in rows.groupby(["method", "control", "edit"], dropna=False):
+                label = _label(method) + ("" if control == "none" else f" vs {control}") + (
+                    "" if rows["edit"].nunique() == 1 else f" {edit}")
+                stats = _spread(group, ["k_fraction"], value).sort_values("k_fraction")
+                colour = COLOURS.get(method)
+                x = stats["k_fraction"] * 100
+                ax.plot(x, stats["mean"], marker="o", ms=3, color=colour, ls=style.get(control, "-"), label=label)
+                ax.fill_between(x, stats["low"], stats["high"], color=colour, alpha=0.15, lw=0)
+            if value == "value" and len(rows):
+                ax.axhline(rows["base_value"].iloc[0], color="black", ls="--", lw=1, label="unedited")
+                _accuracy_axis(ax, rows["value"])
+            if value == "change":
+                ax.axhline(0, color="black", ls="--", lw=1, label="unedited")
+            _k_axis(ax, rows["k_fraction"])
+            metric = rows["metric"].iloc[0] if len(rows) else ""
+            ax.set(title=f"{model}: {task}" if len(models) > 1 else task, xlabel="K (% of each matrix, log)",
+                   ylabel=f"{ylabel}\n({metric})")
+    _save(fig, path, *_legend(axes))
 
 
 def plot_pruning(table: pd.DataFrame, path: str | Path) -> None:
-    """Accuracy after pruning against K, one panel per task, one line per method; dashed = unedited."""
-    tasks = sorted(table["task"].unique())
-    fig, axes = _grid(len(tasks))
-    for ax, task in zip(axes, tasks):
-        rows = table[table["task"] == task]
-        for method, group in rows.groupby("method"):
-            stats = _mean(group, ["k_fraction"], "value").sort_values("k_fraction")
-            if stats["k_fraction"].isna().all():  # LAPE: one point, no K
-                ax.axhline(stats["mean"].iloc[0], color="gray", lw=1, ls=":", label=f"{method}")
-                continue
-            ax.errorbar(stats["k_fraction"] * 100, stats["mean"], yerr=stats["std"], marker="o", label=method)
-        if len(rows):
-            ax.axhline(rows["base_value"].iloc[0], color="black", ls="--", lw=1, label="unedited")
-        ax.set(title=task, xlabel="K (% of each matrix)", ylabel=rows["metric"].iloc[0] if len(rows) else "")
-    axes[0].legend(fontsize=7)
-    _save(fig, path)
+    """Accuracy after pruning against K: MathNeuro against its baselines, per task."""
+    _edit_curves(table, path, "value", "accuracy after pruning")
 
 
 def plot_scaling(table: pd.DataFrame, path: str | Path) -> None:
-    """Change against the unedited model after scaling, per task and method."""
-    tasks = sorted(table["task"].unique())
-    fig, axes = _grid(len(tasks))
-    for ax, task in zip(axes, tasks):
-        stats = _mean(table[table["task"] == task], ["method", "k", "edit"], "change")
-        labels = [f"{r.method}\n{r.k} {r.edit}" for r in stats.itertuples()]
-        ax.bar(labels, stats["mean"] * 100, yerr=stats["std"].fillna(0) * 100)
-        ax.axhline(0, color="black", lw=0.8)
-        ax.set(title=task, ylabel="change (points)")
-        ax.tick_params(axis="x", labelsize=7)
-    _save(fig, path)
+    """Change in accuracy after scaling (points), per task: one bar per set and factor, the
+    repeats' range as error bars."""
+    if table.empty:
+        return _empty(path, "scaling results")
+    models, tasks = sorted(table["model"].unique()), _headline_tasks(table["task"].unique())
+    table = table.assign(change=table["change"] * 100)
+    fig, axes = _panels(models, tasks)
+    variants = table[["method", "control", "k", "k_fraction", "edit"]].drop_duplicates().sort_values(
+        ["k_fraction", "edit", "method", "control"])
+    for row, model in enumerate(models):
+        for col, task in enumerate(tasks):
+            ax = axes[row][col]
+            rows = table[(table["model"] == model) & (table["task"] == task)]
+            stats = _spread(rows, ["method", "control", "k", "edit"], "change")
+            for x, variant in enumerate(variants.itertuples(index=False)):
+                hit = stats[(stats["method"] == variant.method) & (stats["control"] == variant.control)
+                            & (stats["k"] == variant.k) & (stats["edit"] == variant.edit)]
+                if hit.empty:
+                    continue
+                mean, low, high = hit[["mean", "low", "high"]].iloc[0]
+                ax.bar(x, mean, color=COLOURS.get(variant.method), yerr=[[mean - low], [high - mean]], capsize=3,
+                       label=_label(variant.method))
+            ax.axhline(0, color="black", ls="--", lw=1)
+            ax.set_xticks(range(len(variants)), [f"{v.control}\n{v.k} {v.edit}" for v in variants.itertuples()],
+                          fontsize=7)
+            metric = rows["metric"].iloc[0] if len(rows) else ""
+            ax.set(title=f"{model}: {task}" if len(models) > 1 else task, ylabel=f"change (points)\n({metric})")
+    _save(fig, path, *_legend(axes))
 
 
 def plot_consistency(table: pd.DataFrame, path: str | Path) -> None:
-    """Overlap of two independent identifications against the number of samples."""
-    fig, axes = _grid(1, width=5)
-    for metric, group in table.groupby("metric"):
-        stats = _mean(group, ["n_samples"], "value").sort_values("n_samples")
-        axes[0].errorbar(stats["n_samples"], stats["mean"], yerr=stats["std"], marker="o", label=metric)
-    axes[0].set(xscale="log", xlabel="samples", ylabel="overlap", ylim=(0, 1.02))
-    axes[0].legend(fontsize=7)
-    _save(fig, path)
+    """Overlap of two independent identifications against the number of samples (log)."""
+    if table.empty:
+        return _empty(path, "consistency results")
+    models, metrics = sorted(table["model"].unique()), ["overlap_rate", "jaccard"]
+    fig, axes = _panels(models, metrics)
+    for row, model in enumerate(models):
+        for col, metric in enumerate(metrics):
+            ax = axes[row][col]
+            rows = table[(table["model"] == model) & (table["metric"] == metric)]
+            for i, (control, group) in enumerate(rows.groupby("control")):
+                stats = _spread(group, ["n_samples"], "value").sort_values("n_samples")
+                ax.plot(stats["n_samples"], stats["mean"], marker="o", color=COLOURS["mathneuro"],
+                        ls=STYLES[i % len(STYLES)], label=f"MathNeuro vs {control}")
+                ax.fill_between(stats["n_samples"], stats["low"], stats["high"], color=COLOURS["mathneuro"], alpha=0.15)
+            ns = sorted(rows["n_samples"].unique())
+            ax.set_xscale("log")
+            ax.set_xticks(ns, [str(n) for n in ns])
+            ax.minorticks_off()
+            ax.set(ylim=(0, 1.02), xlabel="samples per identification (log)", ylabel=metric.replace("_", " "),
+                   title=model if len(models) > 1 else metric.replace("_", " "))
+    _save(fig, path, *_legend(axes))
 
 
 def plot_layers(table: pd.DataFrame, path: str | Path) -> None:
-    """Share of each method's selected parameters that sits in each layer."""
-    fig, axes = _grid(1, width=5)
-    per_layer = table.groupby(["method", "k", "seed", "layer"], as_index=False)["share_of_selected"].sum()
-    for (method, k), group in per_layer.groupby(["method", "k"]):
-        stats = _mean(group, ["layer"], "share_of_selected").sort_values("layer")
-        axes[0].plot(stats["layer"], stats["mean"], marker="o", label=f"{method} {k}")
-    axes[0].set(xlabel="layer", ylabel="share of selected parameters")
-    axes[0].legend(fontsize=7)
+    """Where each method's set sits: the share of every matrix it selects, by layer and module type
+    (heatmaps at the median K of the study)."""
+    table = table[table["method"].isin(PLACED_METHODS)]
+    if table.empty:
+        return _empty(path, "sets")
+    ks = sorted(table["k_fraction"].dropna().unique())
+    k = ks[len(ks) // 2] if ks else None
+    table = table[table["k_fraction"] == k]
+    sets = table[["model", "method", "control"]].drop_duplicates().sort_values(["model", "method", "control"])
+    fig, axes = plt.subplots(1, len(sets), figsize=(3.4 * len(sets), 3.8), squeeze=False)
+    for ax, (model, method, control) in zip(axes[0], sets.itertuples(index=False)):
+        rows = table[(table["model"] == model) & (table["method"] == method) & (table["control"] == control)]
+        grid = rows.groupby(["layer", "module"])["share_of_matrices"].mean().unstack("module") * 100
+        image = ax.imshow(grid.to_numpy(), aspect="auto", cmap="viridis", origin="lower")
+        ax.set_xticks(range(grid.shape[1]), grid.columns, rotation=45, ha="right", fontsize=7)
+        ax.set_yticks(range(grid.shape[0]), [int(i) for i in grid.index], fontsize=7)
+        size = f"K = {k:.2%}"
+        title = f"{_label(method)}" + ("" if control == "none" else f" vs {control}")
+        ax.set(title=f"{title}\n{size}" + (f", {model}" if sets["model"].nunique() > 1 else ""), ylabel="layer")
+        ax.title.set_fontsize(9)
+        fig.colorbar(image, ax=ax, label="% of the matrix selected", shrink=0.8)
     _save(fig, path)
 
 
 def plot_share(table: pd.DataFrame, path: str | Path) -> None:
-    """Selected parameters as a share of all the model's parameters."""
-    fig, axes = _grid(1, width=6)
-    stats = _mean(table, ["method", "k"], "share_of_model")
-    axes[0].bar([f"{r.method}\n{r.k}" for r in stats.itertuples()], stats["mean"] * 100, yerr=stats["std"].fillna(0) * 100)
-    axes[0].set(ylabel="% of all parameters")
-    axes[0].tick_params(axis="x", labelsize=7)
-    _save(fig, path)
+    """Each set's share of all the model's parameters against K."""
+    table = table[~table["method"].map(lambda m: bool(METHODS[m].same_count_as) if m in METHODS else False)]
+    if table.empty:
+        return _empty(path, "sets")
+    table = table.assign(share_of_model=table["share_of_model"] * 100)  # random: MathNeuro's count, by design
+    models = sorted(table["model"].unique())
+    fig, axes = _panels(models, ["share"], width=6)
+    for row, model in enumerate(models):
+        ax = axes[row][0]
+        rows = table[table["model"] == model]
+        controls = sorted(c for c in rows["control"].unique() if c != "none")
+        for (method, control), group in rows.groupby(["method", "control"]):
+            label = _label(method) + ("" if control == "none" else f" vs {control}")
+            ls = STYLES[controls.index(control) % len(STYLES)] if control in controls else "-"
+            stats = _spread(group, ["k_fraction"], "share_of_model").sort_values("k_fraction")
+            ax.plot(stats["k_fraction"] * 100, stats["mean"], marker="o", ms=3, color=COLOURS.get(method), ls=ls,
+                    label=label)
+        _k_axis(ax, rows["k_fraction"])
+        ax.set_yscale("log")
+        percent = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}%")
+        ax.yaxis.set_major_formatter(percent)
+        ax.yaxis.set_minor_formatter(percent)
+        ax.set(xlabel="K (% of each matrix, log)", ylabel="share of all parameters (log)", title=model)
+    _save(fig, path, *_legend(axes))
 
 
-PLOTS = {
+def plot_data_efficiency(table: pd.DataFrame, path: str | Path) -> None:
+    """Accuracy after editing with sets found from n samples, against n (log), per task."""
+    if table.empty:
+        return _empty(path, "data efficiency results (data_efficiency.edits is empty)")
+    models, tasks = sorted(table["model"].unique()), _headline_tasks(table["task"].unique())
+    controls = sorted(c for c in table["control"].dropna().unique() if c != "none")
+    style = {c: STYLES[i % len(STYLES)] for i, c in enumerate(controls)} | {"none": "-"}
+    fig, axes = _panels(models, tasks)
+    for row, model in enumerate(models):
+        for col, task in enumerate(tasks):
+            ax = axes[row][col]
+            rows = table[(table["model"] == model) & (table["task"] == task)]
+            variants = rows.groupby(["method", "control", "k", "edit"], dropna=False)
+            for (method, control, k, edit), group in variants:
+                label = _label(method) + ("" if control == "none" else f" vs {control}") + (
+                    f" {k}" if rows["k"].nunique() > 1 else "") + (f" {edit}" if rows["edit"].nunique() > 1 else "")
+                stats = _spread(group, ["n_samples"], "value").sort_values("n_samples")
+                ax.plot(stats["n_samples"], stats["mean"], marker="o", ms=3, color=COLOURS.get(method),
+                        ls=style.get(control, "-"), label=label)
+                ax.fill_between(stats["n_samples"], stats["low"], stats["high"], color=COLOURS.get(method),
+                                alpha=0.15, lw=0)
+            if len(rows):
+                ax.axhline(rows["base_value"].iloc[0], color="black", ls="--", lw=1, label="unedited")
+                _accuracy_axis(ax, rows["value"])
+            ns = sorted(rows["n_samples"].dropna().unique())
+            ax.set_xscale("log")
+            ax.set_xticks(ns, [str(n) for n in ns], fontsize=7)
+            ax.minorticks_off()
+            metric = rows["metric"].iloc[0] if len(rows) else ""
+            ax.set(title=f"{model}: {task}" if len(models) > 1 else task, xlabel="samples per data set (log)",
+                   ylabel=f"accuracy after editing\n({metric})")
+    _save(fig, path, *_legend(axes))
+
+
+def plot_factor_sweep(table: pd.DataFrame, path: str | Path) -> None:
+    """Accuracy against the scaling factor, per task: the sets' response to amplification."""
+    if table.empty or table["factor"].nunique() < 2:
+        return _empty(path, "factor sweep (scaling.edits has fewer than two factors)")
+    models, tasks = sorted(table["model"].unique()), _headline_tasks(table["task"].unique())
+    fig, axes = _panels(models, tasks)
+    for row, model in enumerate(models):
+        for col, task in enumerate(tasks):
+            ax = axes[row][col]
+            rows = table[(table["model"] == model) & (table["task"] == task)]
+            controls = sorted(c for c in rows["control"].dropna().unique() if c != "none")
+            for (method, control, k), group in rows.groupby(["method", "control", "k"], dropna=False):
+                label = _label(method) + ("" if control == "none" else f" vs {control}") + (
+                    f" {k}" if rows["k"].nunique() > 1 else "")
+                ls = STYLES[controls.index(control) % len(STYLES)] if control in controls else "-"
+                stats = _spread(group, ["factor"], "value").sort_values("factor")
+                ax.plot(stats["factor"], stats["mean"], marker="o", ms=3, color=COLOURS.get(method), ls=ls,
+                        label=label)
+                ax.fill_between(stats["factor"], stats["low"], stats["high"], color=COLOURS.get(method), alpha=0.15,
+                                lw=0)
+            if len(rows):
+                ax.axhline(rows["base_value"].iloc[0], color="black", ls="--", lw=1, label="unedited (x1)")
+                _accuracy_axis(ax, rows["value"])
+            metric = rows["metric"].iloc[0] if len(rows) else ""
+            ax.set(title=f"{model}: {task}" if len(models) > 1 else task, xlabel="factor on the selected weights",
+                   ylabel=f"accuracy\n({metric})")
+    _save(fig, path, *_legend(axes))
+
+
+def plot_specificity(table: pd.DataFrame, path: str | Path) -> None:
+    """Change on the skill's tasks against the mean change on the other tasks, one point per set and
+    factor (mean over repeats): a specific set moves along the x axis only."""
+    table = table[table["task"].isin(_headline_tasks(table["task"].unique()))] if len(table) else table
+    if table.empty or not table["skill_task"].any() or table["skill_task"].all():
+        return _empty(path, "specificity (needs skill and other tasks in the scaling table)")
+    keys = ["model", "method", "control", "k", "edit", "factor", "seed"]
+    per_seed = table.groupby(keys + ["skill_task"], dropna=False)["change"].mean().unstack("skill_task") * 100
+    points = per_seed.groupby(level=keys[:-1], dropna=False).mean().reset_index()
+    models = sorted(points["model"].unique())
+    fig, axes = _panels(models, ["specificity"], width=5.5, height=4.2)
+    for row, model in enumerate(models):
+        ax = axes[row][0]
+        rows = points[points["model"] == model]
+        for (method, control), group in rows.groupby(["method", "control"]):
+            ax.plot(group[False], group[True], "o", color=COLOURS.get(method),
+                    label=_label(method) + ("" if control == "none" else f" vs {control}"))
+            for x, y, factor in zip(group[False], group[True], group["factor"]):
+                ax.annotate(f"x{factor:g}", (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.axhline(0, color="black", lw=0.8)
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set(xlabel="mean change on the other tasks (points)", ylabel="change on the skill's tasks (points)",
+               title=model)
+    _save(fig, path, *_legend(axes))
+
+
+DRAW = {  # figure (mathneuro.analyses.FIGURES) -> how it is drawn from its table
     "pruning": plot_pruning,
     "scaling": plot_scaling,
+    "factor_sweep": plot_factor_sweep,
+    "specificity": plot_specificity,
+    "data_efficiency": plot_data_efficiency,
     "consistency": plot_consistency,
     "layers": plot_layers,
     "share": plot_share,
 }
+assert set(DRAW) == set(FIGURES), "every figure of mathneuro.analyses.FIGURES needs a way to draw it"
+
+
+def summary_html(summary: pd.DataFrame, name: str) -> str:
+    """A summary table as a small self-contained HTML page (for the Snakemake report)."""
+    shown = summary.drop(columns=[c for c in summary.columns if summary[c].nunique(dropna=False) == 1 and c != "model"])
+    style = ("body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse} "
+             "td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right} th{background:#f4f4f4}")
+    table = shown.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="")
+    return f"<html><head><meta charset='utf-8'><style>{style}</style></head><body><h3>{name}: summary over repeats" \
+           f" ({len(summary)} rows; columns equal on every row omitted)</h3>{table}</body></html>"

@@ -1,4 +1,5 @@
-"""The paper's tables as tidy pandas frames: pruning, scaling, consistency, layers, share.
+"""The paper's tables as tidy pandas frames: pruning, scaling, data efficiency, consistency,
+layers, share.
 
 Every table has one row per result with typed identifying columns (model, method, control, k,
 k_fraction, edit, factor, n_samples, seed, ...) and, for each, a summary over repeats (seeds):
@@ -111,25 +112,35 @@ def summarize(table: pd.DataFrame, measures: Sequence[str], over: Sequence[str] 
     return summary.reset_index()
 
 
+def select(table: pd.DataFrame, allowed: Mapping[str, Sequence]) -> pd.DataFrame:
+    """The rows whose value in every column of ``allowed`` is one of the allowed values."""
+    keep = pd.Series(True, index=table.index)
+    for column, values in allowed.items():
+        keep &= table[column].isin(list(values))
+    return table[keep].reset_index(drop=True)
+
+
 def build_tables(
     evaluations: pd.DataFrame,
     counts: pd.DataFrame,
     consistency: pd.DataFrame,
     *,
-    pruning_edit: str,
-    scaling_edits: Sequence[str],
+    selections: Mapping[str, Mapping[str, Sequence]],
+    skill_tasks: Sequence[str] = (),
 ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
-    """All five tables, each as (per-repeat table, summary over repeats)."""
+    """Every table, each as (per-repeat table, summary over repeats). ``selections`` names the
+    edit analyses (pruning, scaling, data_efficiency) and, for each, the values per column of the
+    evaluations it reads (see :func:`select`). Rows of ``skill_tasks`` (or their subtasks,
+    ``minerva_math_algebra`` of ``minerva_math``) are marked ``skill_task``."""
     evaluations = evaluations.reindex(columns=list(EVAL_COLUMNS)).astype(EVAL_COLUMNS)
     base = evaluations[evaluations["method"] == "base"]
     edited = with_baseline(evaluations[evaluations["method"] != "base"], base)
-    pruning = edited[edited["edit"] == pruning_edit].reset_index(drop=True)
-    scaling = edited[edited["edit"].isin(list(scaling_edits))].reset_index(drop=True)
+    edited["skill_task"] = edited["task"].map(lambda t: any(t == s or t.startswith(s + "_") for s in skill_tasks))
+    edits = {name: select(edited, allowed) for name, allowed in selections.items()}
     counts = counts.drop_duplicates(subset=["model", "method", "control", "k", "n_samples", "seed", "parameter"])
     layers, share = layer_table(counts), share_table(counts)
     return {
-        "pruning": (pruning, summarize(pruning, EVAL_MEASURES)),
-        "scaling": (scaling, summarize(scaling, EVAL_MEASURES)),
+        **{name: (table, summarize(table, EVAL_MEASURES)) for name, table in edits.items()},
         "consistency": (consistency, summarize(consistency, ["value", "size_a", "size_b", "intersection"],
                                                over=("seed_a", "seed_b"))),
         "layers": (layers, summarize(layers, ["selected", "numel", "share_of_matrices", "share_of_selected"])),

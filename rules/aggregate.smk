@@ -27,17 +27,36 @@ rule aggregate:
         mem_mb=2000,
         runtime=10,
     params:
-        pruning_edit=config["pruning"]["edit"],
-        scaling_edits=config["scaling"]["edits"],
+        selections={analysis: selection(analysis) for analysis in EDIT_ANALYSES},
+        skill_tasks=SKILL_TASKS,
     script:
         "../workflow_scripts/aggregate.py"
 
 
 rule plots:
+    """The figures and their summary tables as HTML, both in the report (snakemake --report)."""
     input:
-        [table_path(t) for t in TABLES],
+        tables=[table_path(t) for t in TABLES],
+        summaries=[table_path(t, summary=True) for t in TABLES],
     output:
-        [plot_path(t) for t in TABLES],
+        figures=[
+            report(
+                plot_path(f),
+                caption=f"../report/{f}.rst",
+                category=REPORT_CATEGORIES[t],
+                labels={"study": STUDY, "item": f"figure: {f}"},
+            )
+            for f, t in FIGURES.items()
+        ],
+        summaries=[
+            report(
+                plot_path(t, "html"),
+                caption=f"../report/{t}.rst",
+                category=REPORT_CATEGORIES[t],
+                labels={"study": STUDY, "item": "summary table"},
+            )
+            for t in TABLES
+        ],
     log:
         f"logs/plots/{STUDY}.log",
     benchmark:

@@ -10,11 +10,11 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from mathneuro.analyses import FIGURES, REPORT_CATEGORIES, TABLES
 from mathneuro.configs import compose
 from mathneuro.data import local_entry, split_names, validate_spec
-from mathneuro.methods import METHODS, NO_CONTROL, OWN_SIZE
+from mathneuro.methods import METHODS, NO_CONTROL
 from mathneuro.methods import controls as method_controls
-from mathneuro.methods import k_labels as method_k_labels
 
 # Config ------------------------------------------------------------------------------------------
 
@@ -43,6 +43,12 @@ DATASETS = [SKILL, *CONTROLS]
 N_MAIN = ID["n_samples"]
 SEEDS = ID["seeds"]
 CONSISTENCY = config["consistency"]
+DATA_EFFICIENCY = config["data_efficiency"]
+DATA_EFFICIENCY_K = DATA_EFFICIENCY["k"] or [CONSISTENCY["k"]]
+DATA_EFFICIENCY_METHODS = DATA_EFFICIENCY["methods"] or config["pruning"]["methods"]
+SKILL_TASKS = EVAL["skill_tasks"] or [
+    t for suite in EVAL["suites"].values() for t in suite["tasks"] if SKILL in t
+]
 K = dict(
     sorted(ID["k"].items(), key=lambda item: item[1])
 )  # label -> fraction, smallest first
@@ -82,6 +88,7 @@ def check_config():
         ("pruning.k", config["pruning"]["k"]),
         ("scaling.k", config["scaling"]["k"]),
         ("consistency.k", [CONSISTENCY["k"]]),
+        ("data_efficiency.k", DATA_EFFICIENCY_K),
     ]:
         for label in labels:
             if label not in K:
@@ -91,6 +98,7 @@ def check_config():
     for key, labels in [
         ("pruning.edit", [config["pruning"]["edit"]]),
         ("scaling.edits", config["scaling"]["edits"]),
+        ("data_efficiency.edits", DATA_EFFICIENCY["edits"]),
     ]:
         for label in labels:
             if label not in EDITS:
@@ -101,6 +109,7 @@ def check_config():
         ("methods", config["methods"]),
         ("pruning.methods", config["pruning"]["methods"]),
         ("scaling.methods", config["scaling"]["methods"]),
+        ("data_efficiency.methods", DATA_EFFICIENCY_METHODS),
     ]:
         for name in names:
             if name not in METHODS:
@@ -108,10 +117,6 @@ def check_config():
             if key != "methods" and name not in config["methods"]:
                 config_error(
                     f"{key} has {name!r}, which is not in methods: {config['methods']}"
-                )
-            if key == "scaling.methods" and not METHODS[name].scalable:
-                config_error(
-                    f"scaling.methods has {name!r}, whose sets cannot be scaled entry by entry"
                 )
     for name, spec in datasets.items():
         for reserved in ("n", "seed"):
@@ -162,13 +167,6 @@ wildcard_constraints:
 # Paths: one function per kind of output, used by the rules that write and read it -----------------
 
 R = "results"
-TABLES = [
-    "pruning",
-    "scaling",
-    "consistency",
-    "layers",
-    "share",
-]  # each with a summary and a plot
 
 
 def stats_path(model, dataset, n, seed):
@@ -237,8 +235,9 @@ def table_path(name, summary=False):
     return f"{R}/tables/{STUDY}/{name}{'_summary' if summary else ''}.parquet"
 
 
-def plot_path(name):
-    return f"{R}/tables/{STUDY}/plots/{name}.png"
+def plot_path(name, kind="png"):
+    """A table's figure (png), or its summary as an HTML table (html), for the report."""
+    return f"{R}/tables/{STUDY}/plots/{name}.{kind}"
 
 
 # Models: what a job needs to load one, and what it asks of the cluster -----------------------------
@@ -448,24 +447,55 @@ def suite_lm_eval(wildcards):
     }
 
 
-def variants(analysis):
-    """(method, control, n, seed, k, edit) of every evaluated variant of 'pruning' or 'scaling'."""
+def analysis_axes(analysis):
+    """The methods, sample counts, seeds, K labels and edits an edit analysis ('pruning',
+    'scaling', 'data_efficiency') evaluates, every control of each method."""
     section = config[analysis]
+    if analysis == "data_efficiency":
+        return (
+            DATA_EFFICIENCY_METHODS,
+            CONSISTENCY["n_samples"],
+            CONSISTENCY["seeds"],
+            DATA_EFFICIENCY_K,
+            section["edits"],
+        )
     edits = [section["edit"]] if analysis == "pruning" else section["edits"]
+    return section["methods"], [N_MAIN], SEEDS, section["k"], edits
+
+
+def variants(analysis):
+    """(method, control, n, seed, k, edit) of every evaluated variant of an analysis."""
+    methods, n_samples, seeds, k_labels, edits = analysis_axes(analysis)
     return [
-        (method, control, N_MAIN, seed, k, edit)
-        for method in section["methods"]
+        (method, control, n, seed, k, edit)
+        for method in methods
         for control in method_controls(method, CONTROLS)
-        for seed in SEEDS
-        for k in method_k_labels(method, section["k"])
+        for n in n_samples
+        for seed in seeds
+        for k in k_labels
         for edit in edits
     ]
+
+
+def selection(analysis):
+    """The analysis's rows of the evaluations, as allowed values per column (aggregate's params)."""
+    methods, n_samples, seeds, k_labels, edits = analysis_axes(analysis)
+    return {
+        "method": methods,
+        "n_samples": n_samples,
+        "seed": seeds,
+        "k": k_labels,
+        "edit": edits,
+    }
+
+
+EDIT_ANALYSES = ("pruning", "scaling", "data_efficiency")
 
 
 def evaluation_files(model, kind="table"):
     suites = list(EVAL["suites"])
     files = [base_eval_path(model, s, kind) for s in suites]
-    for variant in dict.fromkeys(variants("pruning") + variants("scaling")):
+    for variant in dict.fromkeys(v for a in EDIT_ANALYSES for v in variants(a)):
         files += [eval_path(model, *variant, s, kind) for s in suites]
     return files
 
@@ -487,7 +517,7 @@ def counts_files(model):
         for method in config["methods"]
         for control in method_controls(method, CONTROLS)
         for seed in SEEDS
-        for k in method_k_labels(method, study_k())
+        for k in study_k()
     ]
 
 
@@ -504,5 +534,6 @@ def final_outputs():
         [table_path(t) for t in TABLES]
         + [table_path(t, summary=True) for t in TABLES]
         + [table_path("samples")]
-        + [plot_path(t) for t in TABLES]
+        + [plot_path(f) for f in FIGURES]
+        + [plot_path(t, "html") for t in TABLES]
     )

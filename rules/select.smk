@@ -69,17 +69,17 @@ rule difference:
 
 
 rule lape_mask:
+    """LAPE's neurons of the skill, by entropy over every data set at once; K is its top_rate."""
     input:
         model=model_input,
-        skill=lambda wc: stats_path(wc.model, SKILL, wc.n, wc.seed),
-        control=lambda wc: stats_path(wc.model, wc.control, wc.n, wc.seed),
+        stats=lambda wc: [stats_path(wc.model, d, wc.n, wc.seed) for d in DATASETS],
     output:
-        mask=mask_path("{model}", "lape", "{control}", "{n}", "{seed}", OWN_SIZE),
-        counts=counts_path("{model}", "lape", "{control}", "{n}", "{seed}", OWN_SIZE),
+        mask=mask_path("{model}", "lape", NO_CONTROL, "{n}", "{seed}", "{k}"),
+        counts=counts_path("{model}", "lape", NO_CONTROL, "{n}", "{seed}", "{k}"),
     log:
-        "logs/lape_mask/{model}/{control}/n{n}/seed{seed}.log",
+        "logs/lape_mask/{model}/n{n}/seed{seed}/k{k}.log",
     benchmark:
-        f"{R}/benchmarks/lape_mask/{{model}}/{{control}}/n{{n}}/seed{{seed}}.tsv"
+        f"{R}/benchmarks/lape_mask/{{model}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -89,16 +89,16 @@ rule lape_mask:
     params:
         model=model_params,
         skill=SKILL,
-        settings=canonical(config["lape"]),
+        settings=lambda wc: canonical({**config["lape"], "top_rate": K[wc.k]}),
         targets=target_params(),
         labels=lambda wc: {
             "model": wc.model,
             "method": "lape",
-            "control": wc.control,
+            "control": NO_CONTROL,
             "n_samples": int(wc.n),
             "seed": int(wc.seed),
-            "k": OWN_SIZE,
-            "k_fraction": None,
+            "k": wc.k,
+            "k_fraction": K[wc.k],
         },
     script:
         "../workflow_scripts/lape_mask.py"

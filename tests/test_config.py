@@ -62,7 +62,6 @@ DEFAULTS = [
     ("identification.statistic", collect.collect_statistics, "statistic"),
     ("identification.max_length", collect.collect_statistics, "max_length"),
     ("identification.scope", select.top_k, "scope"),
-    ("lape.top_rate", lape.lape_mask, "top_rate"),
     ("lape.filter_rate", lape.lape_mask, "filter_rate"),
     ("lape.activation_bar_ratio", lape.lape_mask, "activation_bar_ratio"),
     ("evaluation.suites.*.limit", evaluate.run_lm_eval, "limit"),

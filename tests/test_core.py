@@ -269,7 +269,7 @@ def test_apply_and_restore_is_exact(model, tokenizer, dtype, factor):
         assert torch.equal(param, before[name]), name
 
 
-def test_lape_selects_low_entropy_neurons_and_masks_their_weights(tokenizer):
+def test_lape_selects_low_entropy_neurons_and_masks_their_output_weights(tokenizer):
     probs = torch.full((2, 10, 2), 0.5, dtype=torch.float64)
     probs[0, 3] = torch.tensor([0.9, 0.0])  # fires on set 0 only: specific to it
     probs[1, 7] = torch.tensor([0.0, 0.95])  # specific to set 1
@@ -284,14 +284,31 @@ def test_lape_selects_low_entropy_neurons_and_masks_their_weights(tokenizer):
     }
     mask = mathneuro.lape_mask(model, stats, "math", top_rate=0.2)
     for layer in range(2):
-        gate = mask[f"model.layers.{layer}.mlp.gate_proj.weight"]
-        up = mask[f"model.layers.{layer}.mlp.up_proj.weight"]
         down = mask[f"model.layers.{layer}.mlp.down_proj.weight"]
-        neurons = gate.all(1)
-        assert torch.equal(gate.any(1), neurons) and torch.equal(up.all(1), neurons)
-        assert torch.equal(down.all(0), neurons) and torch.equal(down.any(0), neurons)
-        assert not mask[f"model.layers.{layer}.self_attn.q_proj.weight"].any()
-    assert mask.count() > 0
+        assert torch.equal(down.all(0), down.any(0))  # whole columns: one per neuron, its output
+        for other in ("mlp.gate_proj", "mlp.up_proj", "self_attn.q_proj"):
+            assert not mask[f"model.layers.{layer}.{other}.weight"].any()
+    assert mask.count() > 0 and mask.count() % model.config.hidden_size == 0
+
+
+@pytest.mark.parametrize("factor", [0.0, 1.1, 2.0])
+def test_editing_a_lape_set_multiplies_each_neurons_output_by_the_factor_once(tokenizer, factor):
+    """The MLP's output with a LAPE set edited equals the unedited MLP's with the selected neurons'
+    activations multiplied by the factor (hooked), for pruning and scaling alike."""
+    model = tiny_llama(len(tokenizer)).eval()
+    stats = {name: mathneuro.collect_statistics(model, tokenizer, texts, lape=True)
+             for name, texts in (("math", TEXTS[:6]), ("other", TEXTS[6:]))}
+    mask = mathneuro.lape_mask(model, stats, "math", top_rate=0.3, filter_rate=0.5, activation_bar_ratio=0.5)
+    mlp = model.model.layers[0].mlp
+    neurons = mask["model.layers.0.mlp.down_proj.weight"].any(0)
+    assert neurons.any()
+    x = torch.randn(3, model.config.hidden_size)
+    with torch.no_grad():
+        scale = torch.where(neurons, factor, 1.0)
+        expected = mlp.down_proj(mlp.act_fn(mlp.gate_proj(x)) * mlp.up_proj(x) * scale)
+        with mathneuro.apply_mask(model, mask, factor):
+            got = mlp(x)
+    torch.testing.assert_close(got, expected)
 
 
 def test_truncation_is_counted(tokenizer):

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from dag import ALWAYS, Job, descendants, fake_finished_run, planned, snakemake, write_config
 
+from mathneuro.analyses import FIGURES, TABLES
 from mathneuro.configs import compose
 from mathneuro.methods import METHODS
 
@@ -22,7 +23,6 @@ pytestmark = pytest.mark.workflow
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "tests" / "configs" / "tiny.yaml"
-TABLES = ["pruning", "scaling", "consistency", "layers", "share"]
 MODEL_CONFIGS = sorted((REPO / "configs" / "models").glob("*.yaml"))
 
 
@@ -37,14 +37,27 @@ def table(run: Path, name: str, summary: bool = False) -> pd.DataFrame:
     return pd.read_parquet(run / "results" / "tables" / "tiny" / f"{name}{'_summary' if summary else ''}.parquet")
 
 
-def test_every_table_summary_and_plot_is_written(run):
+def test_every_table_summary_and_figure_is_written(run):
+    plots = run / "results" / "tables" / "tiny" / "plots"
     for name in TABLES:
         assert len(table(run, name)) > 0, name
         assert len(table(run, name, summary=True)) > 0, name
-        assert (run / "results" / "tables" / "tiny" / "plots" / f"{name}.png").stat().st_size > 1000, name
+        assert "<table" in (plots / f"{name}.html").read_text(), name
+    for name in FIGURES:
+        assert (plots / f"{name}.png").read_bytes()[:4] == b"\x89PNG", name
 
 
-def test_pruning_table_is_tidy_and_carries_the_baseline(run):
+def test_the_report_holds_every_figure_and_summary_with_its_caption(run):
+    """snakemake --report: one self-contained HTML file, every figure and table summary in it,
+    each under its analysis with the caption of report/<name>.rst."""
+    snakemake(run, TINY, "--report", "results/report.html")
+    page = (run / "results" / "report.html").read_text()
+    for name in [*FIGURES, *TABLES]:
+        assert f"{name}.png" in page or f"{name}.html" in page, name
+    for name in FIGURES:  # each figure's caption opens with a bold title
+        title = (REPO / "report" / f"{name}.rst").read_text().split("**")[1]
+        assert title in page, name
+    assert "on study <strong>tiny</strong>" in page  # the workflow's description, from the config
     pruning = table(run, "pruning")
     expected = {"model", "method", "control", "k", "k_fraction", "edit", "factor", "n_samples", "seed", "suite",
                 "task", "metric", "value", "stderr", "base_value", "change", "relative_change"}
@@ -66,6 +79,23 @@ def test_scaling_table_uses_the_scaling_factor(run):
     scaling = table(run, "scaling")
     assert set(scaling["method"]) == {"mathneuro"} and (scaling["factor"] == 1.1).all()
     assert scaling["base_value"].notna().all()
+
+
+def test_data_efficiency_table_edits_the_sets_of_every_consistency_draw(run):
+    """Pruning with the sets found from each consistency sample count and seed, MathNeuro and its
+    random baseline; the largest count's rows are the pruning table's own evaluations."""
+    config = compose([TINY])
+    efficiency = table(run, "data_efficiency")
+    assert set(efficiency["n_samples"]) == set(config["consistency"]["n_samples"])
+    assert set(efficiency["seed"]) == set(config["consistency"]["seeds"])
+    assert set(efficiency["method"]) == set(config["data_efficiency"]["methods"])
+    assert set(efficiency["edit"]) == set(config["data_efficiency"]["edits"])
+    assert set(efficiency["k"]) == {config["consistency"]["k"]} and efficiency["skill_task"].any()
+    keys = ["method", "control", "k", "seed", "task", "metric", "value"]
+    main = efficiency[efficiency["n_samples"] == config["identification"]["n_samples"]][keys]
+    pruning = table(run, "pruning")
+    assert len(main) and len(main.merge(pruning[keys])) == len(main)
+    assert set(pruning["n_samples"]) == {config["identification"]["n_samples"]}
 
 
 def test_share_and_layer_tables_count_the_real_masks(run):
@@ -95,18 +125,19 @@ def test_consistency_table_has_overlap_per_sample_count(run):
     assert ((consistency["seed_a"] == 0) & (consistency["seed_b"] == 1)).all()
 
 
-def test_every_evaluation_keeps_lm_evals_results_and_the_generations(run):
+def test_every_evaluation_keeps_lm_evals_results_and_the_generations(run, tiny_jobs):
     """Next to each tidy table: lm-eval's results JSON, and the per-sample records of generation
     tasks (log_samples unset), gathered in the study's samples table."""
     evaluations = list((run / "results" / "toy" / "eval").rglob("toy.parquet"))
-    assert len(evaluations) == 17  # 16 variants and the unedited model
+    planned_evaluations = [j for j in tiny_jobs if j.rule in ("evaluate", "evaluate_base")]
+    assert len(evaluations) == len(planned_evaluations) > 20  # every variant, and the unedited model
     for path in evaluations:
         results = json.loads(path.with_name("toy.results.json").read_text())
         assert set(results["versions"]) == {"toy_math", "toy_reading", "toy_facts"}
         samples = pd.read_parquet(path.with_name("toy.samples.parquet"))
         assert set(samples["task"]) == {"toy_math"} and len(samples) == 3  # limit 3, one filter
     samples = table(run, "samples")
-    assert len(samples) == 17 * 3 and samples["prompt"].str.startswith("Question:").all()
+    assert len(samples) == len(evaluations) * 3 and samples["prompt"].str.startswith("Question:").all()
     assert samples["response"].notna().all() and samples["correct"].isin([0.0, 1.0]).all()
     assert set(samples["method"]) == {"base", "mathneuro", "wanda", "random", "lape"}
 
@@ -148,8 +179,7 @@ def add_edit(c):
 
 
 def add_method(c):
-    c["scaling"]["methods"].append(next(m for m in c["methods"] if m not in c["scaling"]["methods"]
-                                        and METHODS[m].scalable))
+    c["scaling"]["methods"].append(next(m for m in c["methods"] if m not in c["scaling"]["methods"]))
 
 
 def add_control(c):
@@ -167,12 +197,17 @@ def add_suite(c):
     c["evaluation"]["suites"][new_label(c["evaluation"]["suites"], "suite")] = {**first, "tasks": first["tasks"][:1]}
 
 
+def add_data_efficiency_edit(c):
+    c["data_efficiency"]["edits"].append(next(e for e in c["edits"] if e not in c["data_efficiency"]["edits"]))
+
+
 def add_consistency_n(c):
     c["consistency"]["n_samples"].append(next(n for n in (3, 50, 7) if n not in c["consistency"]["n_samples"]))
 
 
 ADDITIONS = {"K": add_k, "edit": add_edit, "method": add_method, "control": add_control, "seed": add_seed,
-             "suite": add_suite, "consistency sample count": add_consistency_n}
+             "suite": add_suite, "consistency sample count": add_consistency_n,
+             "data efficiency edit": add_data_efficiency_edit}
 
 
 def remove_k(c):
@@ -191,7 +226,12 @@ def remove_consistency_n(c):
     c["consistency"]["n_samples"].pop(0)
 
 
-REMOVALS = {"K": remove_k, "seed": remove_seed, "method": remove_method, "consistency sample count": remove_consistency_n}
+def remove_data_efficiency_method(c):
+    c["data_efficiency"]["methods"].pop()
+
+
+REMOVALS = {"K": remove_k, "seed": remove_seed, "method": remove_method, "consistency sample count": remove_consistency_n,
+            "data efficiency method": remove_data_efficiency_method}
 
 
 def k_fraction(c):
@@ -207,7 +247,7 @@ def suite_limit(c):
 
 
 def lape_threshold(c):
-    c["lape"]["top_rate"] *= 2
+    c["lape"]["filter_rate"] *= 0.9
 
 
 # change -> the jobs that read the changed value (they and their descendants must rerun)
@@ -397,7 +437,7 @@ def test_the_slurm_profile_sends_every_gpu_job_and_only_those_to_the_gpu_partiti
         (lambda c: c["datasets"]["math"].update(source="ftp"), "ftp"),
         (lambda c: c.update(identificaton={}), "identificaton"),
         (lambda c: c.update(methods=["mathneuro", "magic"]), "magic"),
-        (lambda c: c["scaling"].update(methods=["lape"]), "scaling.methods"),
+        (lambda c: c["data_efficiency"].update(k=["3pct"]), "data_efficiency.k"),
         (lambda c: c.update(base="missing.yaml"), "missing.yaml"),
     ],
 )

@@ -15,8 +15,8 @@ with log_to(snakemake.log[0]) as log:
         read(inputs.evaluations),
         read(inputs.counts),
         read(inputs.consistency),
-        pruning_edit=params.pruning_edit,
-        scaling_edits=params.scaling_edits,
+        selections=params.selections,
+        skill_tasks=params.skill_tasks,
     )
     table_paths = {Path(p).stem: p for p in output.tables}
     summary_paths = {Path(p).stem.removesuffix("_summary"): p for p in output.summaries}

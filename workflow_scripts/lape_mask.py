@@ -1,4 +1,5 @@
-"""LAPE baseline: skill-specific MLP neurons by activation-probability entropy, as a weight mask."""
+"""LAPE baseline: skill-specific MLP neurons by activation-probability entropy over every data set,
+as a mask over their output weights."""
 
 import torch
 
@@ -12,7 +13,7 @@ with log_to(snakemake.log[0]) as log:
     params, inputs, output = snakemake.params, snakemake.input, snakemake.output
     torch.set_num_threads(snakemake.threads)
     model, _ = load_weights(**params.model)
-    stats = {params.skill: ActivationStats.load(inputs.skill), params.labels["control"]: ActivationStats.load(inputs.control)}
+    stats = {s.metadata["dataset"]: s for s in map(ActivationStats.load, inputs.stats)}  # each names its data set
     targets = find_targets(model, **params.targets)
     mask = lape_mask(model, stats, params.skill, targets=targets, **params.settings)
     mask.save(output.mask)

@@ -1,14 +1,22 @@
-"""One PNG per table."""
+"""The figures (mathneuro.analyses.FIGURES) and each table's summary as an HTML page, for the report."""
 
 from pathlib import Path
 
 import pandas as pd
 
 from mathneuro.logs import log_to
-from mathneuro.plots import PLOTS
+from mathneuro.analyses import FIGURES
+from mathneuro.plots import DRAW, summary_html
 
 with log_to(snakemake.log[0]) as log:
-    for table_path, plot_path in zip(snakemake.input, snakemake.output):
-        name = Path(table_path).stem
-        PLOTS[name](pd.read_parquet(table_path), plot_path)
-        log.info("plotted %s", plot_path)
+    inputs, output = snakemake.input, snakemake.output
+    summaries = {Path(p).stem.removesuffix("_summary"): p for p in inputs.summaries}
+    figures = {Path(p).stem: p for p in output.figures}
+    pages = {Path(p).stem: p for p in output.summaries}
+    tables = {Path(p).stem: pd.read_parquet(p) for p in inputs.tables}
+    for figure, table in FIGURES.items():
+        DRAW[figure](tables[table], figures[figure])
+        log.info("drew %s from table %s", figures[figure], table)
+    for name, page in pages.items():
+        Path(page).write_text(summary_html(pd.read_parquet(summaries[name]), name))
+        log.info("summary of %s: %s", name, page)
