@@ -17,8 +17,9 @@ them: the down/fc2 column of each neuron, its output. Zeroing it removes the neu
 multiplying it by a factor scales the neuron's output by exactly that factor; the authors' code
 multiplies gate, up and down weights, about factor^3 on the output (README).
 
-Like Tang et al. and the authors' code, the entropy is taken over every data set at once (the
-skill and all controls); ``top_rate`` is the workflow's K.
+The entropy is taken over every data set in ``stats`` at once (Tang et al. and the authors' code
+pass all; the workflow passes the skill and one control, one set per control); ``top_rate`` is
+the workflow's K.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ METHODS: dict[str, Method] = {
         Method("mathneuro", "MathNeuro", per_control=True),
         Method("wanda", "Wanda (TopK of the skill)", per_control=False, top_k_set=True),
         Method("random", "random, same count", per_control=True, same_count_as="mathneuro"),
-        Method("lape", "LAPE (all data sets)", per_control=False),
+        Method("lape", "LAPE", per_control=True),
     )
 }
 

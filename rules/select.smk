@@ -69,17 +69,17 @@ rule difference:
 
 
 rule lape_mask:
-    """LAPE's neurons of the skill, by entropy over every data set at once; K is its top_rate."""
+    """LAPE's neurons of the skill against one control (entropy over the two); K is its top_rate."""
     input:
         model=model_input,
-        stats=lambda wc: [stats_path(wc.model, d, wc.n, wc.seed) for d in DATASETS],
+        stats=lambda wc: [stats_path(wc.model, d, wc.n, wc.seed) for d in (SKILL, wc.control)],
     output:
-        mask=mask_path("{model}", "lape", NO_CONTROL, "{n}", "{seed}", "{k}"),
-        counts=counts_path("{model}", "lape", NO_CONTROL, "{n}", "{seed}", "{k}"),
+        mask=mask_path("{model}", "lape", "{control}", "{n}", "{seed}", "{k}"),
+        counts=counts_path("{model}", "lape", "{control}", "{n}", "{seed}", "{k}"),
     log:
-        "logs/lape_mask/{model}/n{n}/seed{seed}/k{k}.log",
+        "logs/lape_mask/{model}/{control}/n{n}/seed{seed}/k{k}.log",
     benchmark:
-        f"{R}/benchmarks/lape_mask/{{model}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
+        f"{R}/benchmarks/lape_mask/{{model}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -94,7 +94,7 @@ rule lape_mask:
         labels=lambda wc: {
             "model": wc.model,
             "method": "lape",
-            "control": NO_CONTROL,
+            "control": wc.control,
             "n_samples": int(wc.n),
             "seed": int(wc.seed),
             "k": wc.k,

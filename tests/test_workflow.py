@@ -252,7 +252,7 @@ def lape_threshold(c):
 
 # change -> the jobs that read the changed value (they and their descendants must rerun)
 VALUES = {
-    "K fraction": (k_fraction, lambda c, j: j.rule == "top_k" and j.wc["k"] == c["consistency"]["k"]),
+    "K fraction": (k_fraction, lambda c, j: j.rule in ("top_k", "lape_mask") and j.wc["k"] == c["consistency"]["k"]),
     "edit factor": (edit_factor, lambda c, j: j.rule == "evaluate" and j.wc["edit"] == c["scaling"]["edits"][0]),
     "suite limit": (suite_limit, lambda c, j: j.rule in ("evaluate", "evaluate_base") and j.wc["suite"] == "toy"),
     "LAPE threshold": (lape_threshold, lambda c, j: j.rule == "lape_mask"),
@@ -312,7 +312,8 @@ def test_the_default_run_extended_by_one_k_plans_its_evaluations_only(tmp_path):
     _, configfile = changed(tmp_path, default, lambda c: (c["identification"]["k"].update({"2pct": 0.02}),
                                                           c["pruning"]["k"].append("2pct")))
     jobs = by_rule(planned(tmp_path, configfile))
-    assert jobs["evaluate"] == 6
+    config = compose([default])
+    assert jobs["evaluate"] == len(config["pruning"]["methods"]) * len(config["identification"]["seeds"])
     assert "collect_activations" not in jobs and "consistency" not in jobs and "evaluate_base" not in jobs
 
 
