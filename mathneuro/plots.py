@@ -70,13 +70,18 @@ def _legend(axes) -> tuple[list, list]:
     return list(seen.values()), list(seen)
 
 
-def _k_axis(ax, fractions: pd.Series) -> None:
-    """Log axis with a tick at each K of the study, labelled in percent."""
-    ks = sorted(fractions.dropna().unique())
+def _log_ticks(ax, values: pd.Series, label=str) -> None:
+    """Log x axis with a tick at each value of the study (K, sample counts), labelled by ``label``."""
+    ticks = sorted(values.dropna().unique())
     ax.set_xscale("log")
-    if ks:
-        ax.set_xticks([k * 100 for k in ks], [f"{k * 100:g}%" for k in ks], fontsize=7)
+    if ticks:
+        ax.set_xticks(ticks, [label(t) for t in ticks], fontsize=7)
         ax.minorticks_off()
+
+
+def _k_axis(ax, percents: pd.Series) -> None:
+    """Log axis with a tick at each K of the study, in percent."""
+    _log_ticks(ax, percents, lambda k: f"{k:g}%")
 
 
 def _accuracy_axis(ax, values: pd.Series) -> None:
@@ -92,10 +97,11 @@ def _empty(path: str | Path, what: str) -> None:
     _save(fig, path)
 
 
-def _edit_curves(table: pd.DataFrame, path: str | Path, value: str, ylabel: str) -> None:
-    """Per model (rows) and task (columns): ``value`` against K for every method and control."""
-    if table.empty:
-        return _empty(path, "results")
+def _curves(table: pd.DataFrame, path: str | Path, *, x: str, keys: list[str], x_axis, xlabel: str,
+            ylabel: str, unedited: str = "unedited") -> None:
+    """Per model (rows) and task (columns): accuracy against column ``x`` for every set, named by
+    ``keys`` (method, control, then those that join the label where they vary), with the repeats'
+    range as a band and the unedited model dashed; ``x_axis(ax, values)`` lays out the x axis."""
     models, tasks = sorted(table["model"].unique()), _headline_tasks(table["task"].unique())
     controls = sorted(c for c in table["control"].dropna().unique() if c != "none")
     style = {c: STYLES[i % len(STYLES)] for i, c in enumerate(controls)} | {"none": "-"}
@@ -104,29 +110,32 @@ def _edit_curves(table: pd.DataFrame, path: str | Path, value: str, ylabel: str)
         for col, task in enumerate(tasks):
             ax = axes[row][col]
             rows = table[(table["model"] == model) & (table["task"] == task)]
-            for (method, control, edit), group in rows.groupby(["method", "control", "edit"], dropna=False):
-                label = _label(method) + ("" if control == "none" else f" vs {control}") + (
-                    "" if rows["edit"].nunique() == 1 else f" {edit}")
-                stats = _spread(group, ["k_fraction"], value).sort_values("k_fraction")
-                colour = COLOURS.get(method)
-                x = stats["k_fraction"] * 100
-                ax.plot(x, stats["mean"], marker="o", ms=3, color=colour, ls=style.get(control, "-"), label=label)
-                ax.fill_between(x, stats["low"], stats["high"], color=colour, alpha=0.15, lw=0)
-            if value == "value" and len(rows):
-                ax.axhline(rows["base_value"].iloc[0], color="black", ls="--", lw=1, label="unedited")
+            shown = [key for key in keys[2:] if rows[key].nunique() > 1]
+            for values, group in rows.groupby(keys, dropna=False):
+                variant = dict(zip(keys, values))
+                method, control = variant["method"], variant["control"]
+                label = _label(method) + ("" if control == "none" else f" vs {control}") + "".join(
+                    f" {variant[key]}" for key in shown)
+                stats = _spread(group, [x], "value").sort_values(x)
+                ax.plot(stats[x], stats["mean"], marker="o", ms=3, color=COLOURS.get(method),
+                        ls=style.get(control, "-"), label=label)
+                ax.fill_between(stats[x], stats["low"], stats["high"], color=COLOURS.get(method), alpha=0.15, lw=0)
+            if len(rows):
+                ax.axhline(rows["base_value"].iloc[0], color="black", ls="--", lw=1, label=unedited)
                 _accuracy_axis(ax, rows["value"])
-            if value == "change":
-                ax.axhline(0, color="black", ls="--", lw=1, label="unedited")
-            _k_axis(ax, rows["k_fraction"])
+            x_axis(ax, rows[x])
             metric = rows["metric"].iloc[0] if len(rows) else ""
-            ax.set(title=f"{model}: {task}" if len(models) > 1 else task, xlabel="K (% of each matrix, log)",
+            ax.set(title=f"{model}: {task}" if len(models) > 1 else task, xlabel=xlabel,
                    ylabel=f"{ylabel}\n({metric})")
     _save(fig, path, *_legend(axes))
 
 
 def plot_pruning(table: pd.DataFrame, path: str | Path) -> None:
     """Accuracy after pruning against K: MathNeuro against its baselines, per task."""
-    _edit_curves(table, path, "value", "accuracy after pruning")
+    if table.empty:
+        return _empty(path, "results")
+    _curves(table.assign(k_percent=table["k_fraction"] * 100), path, x="k_percent", keys=["method", "control", "edit"],
+            x_axis=_k_axis, xlabel="K (% of each matrix, log)", ylabel="accuracy after pruning")
 
 
 def plot_scaling(table: pd.DataFrame, path: str | Path) -> None:
@@ -175,10 +184,7 @@ def plot_consistency(table: pd.DataFrame, path: str | Path) -> None:
                 ax.plot(stats["n_samples"], stats["mean"], marker="o", color=COLOURS["mathneuro"],
                         ls=STYLES[i % len(STYLES)], label=f"MathNeuro vs {control}")
                 ax.fill_between(stats["n_samples"], stats["low"], stats["high"], color=COLOURS["mathneuro"], alpha=0.15)
-            ns = sorted(rows["n_samples"].unique())
-            ax.set_xscale("log")
-            ax.set_xticks(ns, [str(n) for n in ns])
-            ax.minorticks_off()
+            _log_ticks(ax, rows["n_samples"])
             ax.set(ylim=(0, 1.02), xlabel="samples per identification (log)", ylabel=metric.replace("_", " "),
                    title=model if len(models) > 1 else metric.replace("_", " "))
     _save(fig, path, *_legend(axes))
@@ -227,11 +233,11 @@ def plot_share(table: pd.DataFrame, path: str | Path) -> None:
             stats = _spread(group, ["k_fraction"], "share_of_model").sort_values("k_fraction")
             ax.plot(stats["k_fraction"] * 100, stats["mean"], marker="o", ms=3, color=COLOURS.get(method), ls=ls,
                     label=label)
-        _k_axis(ax, rows["k_fraction"])
+        _k_axis(ax, rows["k_fraction"] * 100)
         ax.set_yscale("log")
         percent = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}%")
         ax.yaxis.set_major_formatter(percent)
-        ax.yaxis.set_minor_formatter(percent)
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # labelled minor ticks overlap over decades
         ax.set(xlabel="K (% of each matrix, log)", ylabel="share of all parameters (log)", title=model)
     _save(fig, path, *_legend(axes))
 
@@ -240,63 +246,16 @@ def plot_data_efficiency(table: pd.DataFrame, path: str | Path) -> None:
     """Accuracy after editing with sets found from n samples, against n (log), per task."""
     if table.empty:
         return _empty(path, "data efficiency results (data_efficiency.edits is empty)")
-    models, tasks = sorted(table["model"].unique()), _headline_tasks(table["task"].unique())
-    controls = sorted(c for c in table["control"].dropna().unique() if c != "none")
-    style = {c: STYLES[i % len(STYLES)] for i, c in enumerate(controls)} | {"none": "-"}
-    fig, axes = _panels(models, tasks)
-    for row, model in enumerate(models):
-        for col, task in enumerate(tasks):
-            ax = axes[row][col]
-            rows = table[(table["model"] == model) & (table["task"] == task)]
-            variants = rows.groupby(["method", "control", "k", "edit"], dropna=False)
-            for (method, control, k, edit), group in variants:
-                label = _label(method) + ("" if control == "none" else f" vs {control}") + (
-                    f" {k}" if rows["k"].nunique() > 1 else "") + (f" {edit}" if rows["edit"].nunique() > 1 else "")
-                stats = _spread(group, ["n_samples"], "value").sort_values("n_samples")
-                ax.plot(stats["n_samples"], stats["mean"], marker="o", ms=3, color=COLOURS.get(method),
-                        ls=style.get(control, "-"), label=label)
-                ax.fill_between(stats["n_samples"], stats["low"], stats["high"], color=COLOURS.get(method),
-                                alpha=0.15, lw=0)
-            if len(rows):
-                ax.axhline(rows["base_value"].iloc[0], color="black", ls="--", lw=1, label="unedited")
-                _accuracy_axis(ax, rows["value"])
-            ns = sorted(rows["n_samples"].dropna().unique())
-            ax.set_xscale("log")
-            ax.set_xticks(ns, [str(n) for n in ns], fontsize=7)
-            ax.minorticks_off()
-            metric = rows["metric"].iloc[0] if len(rows) else ""
-            ax.set(title=f"{model}: {task}" if len(models) > 1 else task, xlabel="samples per data set (log)",
-                   ylabel=f"accuracy after editing\n({metric})")
-    _save(fig, path, *_legend(axes))
+    _curves(table, path, x="n_samples", keys=["method", "control", "k", "edit"], x_axis=_log_ticks,
+            xlabel="samples per data set (log)", ylabel="accuracy after editing")
 
 
 def plot_factor_sweep(table: pd.DataFrame, path: str | Path) -> None:
     """Accuracy against the scaling factor, per task: the sets' response to amplification."""
     if table.empty or table["factor"].nunique() < 2:
         return _empty(path, "factor sweep (scaling.edits has fewer than two factors)")
-    models, tasks = sorted(table["model"].unique()), _headline_tasks(table["task"].unique())
-    fig, axes = _panels(models, tasks)
-    for row, model in enumerate(models):
-        for col, task in enumerate(tasks):
-            ax = axes[row][col]
-            rows = table[(table["model"] == model) & (table["task"] == task)]
-            controls = sorted(c for c in rows["control"].dropna().unique() if c != "none")
-            for (method, control, k), group in rows.groupby(["method", "control", "k"], dropna=False):
-                label = _label(method) + ("" if control == "none" else f" vs {control}") + (
-                    f" {k}" if rows["k"].nunique() > 1 else "")
-                ls = STYLES[controls.index(control) % len(STYLES)] if control in controls else "-"
-                stats = _spread(group, ["factor"], "value").sort_values("factor")
-                ax.plot(stats["factor"], stats["mean"], marker="o", ms=3, color=COLOURS.get(method), ls=ls,
-                        label=label)
-                ax.fill_between(stats["factor"], stats["low"], stats["high"], color=COLOURS.get(method), alpha=0.15,
-                                lw=0)
-            if len(rows):
-                ax.axhline(rows["base_value"].iloc[0], color="black", ls="--", lw=1, label="unedited (x1)")
-                _accuracy_axis(ax, rows["value"])
-            metric = rows["metric"].iloc[0] if len(rows) else ""
-            ax.set(title=f"{model}: {task}" if len(models) > 1 else task, xlabel="factor on the selected weights",
-                   ylabel=f"accuracy\n({metric})")
-    _save(fig, path, *_legend(axes))
+    _curves(table, path, x="factor", keys=["method", "control", "k"], x_axis=lambda ax, factors: None,
+            xlabel="factor on the selected weights", ylabel="accuracy", unedited="unedited (x1)")
 
 
 def plot_specificity(table: pd.DataFrame, path: str | Path) -> None:
