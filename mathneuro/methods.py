@@ -5,11 +5,11 @@ checks, the tables and the plots) reads it from ``METHODS``; nothing else lists 
 
 * ``per_control``: the set depends on the control data set (MathNeuro is TopK(skill) minus
   TopK(control)); otherwise it is labelled with control ``NO_CONTROL``.
+* ``top_k_set``: the set *is* the skill's TopK set (Wanda), so no separate mask is written.
+* ``same_count_as``: a baseline with exactly as many entries per matrix as that method's set.
 
 Every method makes one set per K: a fraction of each matrix, or for LAPE the fraction of MLP
 neurons it keeps (its ``top_rate``), so every method draws a curve across K.
-* ``top_k_set``: the set *is* the skill's TopK set (Wanda), so no separate mask is written.
-* ``same_count_as``: a baseline with exactly as many entries per matrix as that method's set.
 """
 
 from __future__ import annotations

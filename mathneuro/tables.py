@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from mathneuro.methods import NO_CONTROL
+
 if TYPE_CHECKING:  # masks pull in torch; the table jobs that do not need it start faster
     from mathneuro.masks import ParameterMask
 
@@ -55,6 +57,16 @@ def mask_counts(mask: ParameterMask, *, model_parameters: int, **labels) -> pd.D
         frame[key] = value
     frame["model_parameters"] = int(model_parameters)
     return frame
+
+
+def name_top_k_set(counts: pd.DataFrame, *, skill: str, method: str) -> pd.DataFrame:
+    """TopK sets' counts are labelled by data set (method "topk", control = the data set) since
+    every study of a model shares them; the skill's set becomes ``method``'s (Wanda's), without a
+    control. The rows of other data sets' TopK sets are dropped."""
+    top_k = counts["method"] == "topk"
+    counts = counts[~top_k | (counts["control"] == skill)].copy()
+    counts.loc[counts["method"] == "topk", ["method", "control"]] = [method, NO_CONTROL]
+    return counts.reset_index(drop=True)
 
 
 def pair_overlaps(masks: Mapping[int, ParameterMask], **labels) -> pd.DataFrame:

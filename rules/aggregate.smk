@@ -29,6 +29,7 @@ rule aggregate:
     params:
         selections={analysis: selection(analysis) for analysis in EDIT_ANALYSES},
         skill_tasks=SKILL_TASKS,
+        top_k_set={"skill": SKILL, "method": TOP_K_METHOD},
     script:
         "../workflow_scripts/aggregate.py"
 

@@ -154,6 +154,7 @@ check_config()
 wildcard_constraints:
     model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    skill=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     control=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     method="|".join(METHODS),
     n=r"\d+",
@@ -177,29 +178,38 @@ def topk_path(model, dataset, n, seed, k):
     return f"{R}/{model}/topk/{dataset}/n{n}/seed{seed}/k{k}.safetensors"
 
 
-def mask_path(model, method, control, n, seed, k):
+def topk_counts_path(model, dataset, n, seed, k):
+    return f"{R}/{model}/topk/{dataset}/n{n}/seed{seed}/k{k}.counts.parquet"
+
+
+# The skill is in every path below: studies of different skills on one model share the statistics
+# and TopK sets of their data sets, and never overwrite each other's sets or evaluations.
+
+
+def mask_path(model, skill, method, control, n, seed, k):
     """Where a method's set lives. A TopK-set method (Wanda) reads the skill's TopK set itself."""
     if METHODS[method].top_k_set:
-        return topk_path(model, SKILL, n, seed, k)
-    return f"{R}/{model}/masks/{method}/{control}/n{n}/seed{seed}/k{k}.safetensors"
+        return topk_path(model, skill, n, seed, k)
+    return (
+        f"{R}/{model}/masks/{skill}/{method}/{control}/n{n}/seed{seed}/k{k}.safetensors"
+    )
 
 
-def counts_path(model, method, control, n, seed, k):
-    """Selected entries per matrix of one set (for the layer and share tables). A TopK set's
-    counts are written by its top_k job under method "topk" and control = its data set.
-    """
-    if method in METHODS and METHODS[method].top_k_set:
-        return counts_path(model, "topk", SKILL, n, seed, k)
-    return f"{R}/{model}/counts/{method}/{control}/n{n}/seed{seed}/k{k}.parquet"
+def counts_path(model, skill, method, control, n, seed, k):
+    """Selected entries per matrix of one set (for the layer and share tables)."""
+    if METHODS[method].top_k_set:
+        return topk_counts_path(model, skill, n, seed, k)
+    return f"{R}/{model}/counts/{skill}/{method}/{control}/n{n}/seed{seed}/k{k}.parquet"
 
 
 def top_k_labels(wildcards):
-    """How a TopK set's counts are labelled: the skill's set is the TopK-set method's (Wanda's)."""
-    is_skill = wildcards.dataset == SKILL
+    """A TopK set's counts are labelled by its data set alone (method "topk", control = the data
+    set), as every study reads them; aggregate names the skill's set after the TopK-set method.
+    """
     return {
         "model": wildcards.model,
-        "method": TOP_K_METHOD if is_skill else "topk",
-        "control": NO_CONTROL if is_skill else wildcards.dataset,
+        "method": "topk",
+        "control": wildcards.dataset,
         "n_samples": int(wildcards.n),
         "seed": int(wildcards.seed),
         "k": wildcards.k,
@@ -207,9 +217,9 @@ def top_k_labels(wildcards):
     }
 
 
-def eval_path(model, method, control, n, seed, k, edit, suite, kind="table"):
+def eval_path(model, skill, method, control, n, seed, k, edit, suite, kind="table"):
     """One evaluation's files: `table` (tidy results), `results` (lm-eval's JSON), `samples`."""
-    return f"{R}/{model}/eval/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}/{suite}{EVAL_SUFFIXES[kind]}"
+    return f"{R}/{model}/eval/{skill}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}/{suite}{EVAL_SUFFIXES[kind]}"
 
 
 def base_eval_path(model, suite, kind="table"):
@@ -223,8 +233,8 @@ EVAL_SUFFIXES = {
 }
 
 
-def consistency_path(model, control, n):
-    return f"{R}/{model}/consistency/{control}/n{n}.parquet"
+def consistency_path(model, skill, control, n):
+    return f"{R}/{model}/consistency/{skill}/{control}/n{n}.parquet"
 
 
 def suite_dir(suite):
@@ -496,7 +506,7 @@ def evaluation_files(model, kind="table"):
     suites = list(EVAL["suites"])
     files = [base_eval_path(model, s, kind) for s in suites]
     for variant in dict.fromkeys(v for a in EDIT_ANALYSES for v in variants(a)):
-        files += [eval_path(model, *variant, s, kind) for s in suites]
+        files += [eval_path(model, SKILL, *variant, s, kind) for s in suites]
     return files
 
 
@@ -513,7 +523,7 @@ def study_k():
 
 def counts_files(model):
     return [
-        counts_path(model, method, control, N_MAIN, seed, k)
+        counts_path(model, SKILL, method, control, N_MAIN, seed, k)
         for method in config["methods"]
         for control in method_controls(method, CONTROLS)
         for seed in SEEDS
@@ -523,7 +533,7 @@ def counts_files(model):
 
 def consistency_files(model):
     return [
-        consistency_path(model, c, n)
+        consistency_path(model, SKILL, c, n)
         for c in CONTROLS
         for n in CONSISTENCY["n_samples"]
     ]

@@ -38,11 +38,14 @@ rule evaluate:
     input:
         model=model_input,
         tasks=lambda wc: suite_dir(wc.suite),
-        mask=lambda wc: mask_path(wc.model, wc.method, wc.control, wc.n, wc.seed, wc.k),
+        mask=lambda wc: mask_path(
+            wc.model, wc.skill, wc.method, wc.control, wc.n, wc.seed, wc.k
+        ),
     output:
         **{
             kind: eval_path(
                 "{model}",
+                "{skill}",
                 "{method}",
                 "{control}",
                 "{n}",
@@ -55,9 +58,9 @@ rule evaluate:
             for kind in EVAL_SUFFIXES
         },
     log:
-        "logs/evaluate/{model}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}/{suite}.log",
+        "logs/evaluate/{model}/{skill}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}/{suite}.log",
     benchmark:
-        f"{R}/benchmarks/evaluate/{{model}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}/{{suite}}.tsv"
+        f"{R}/benchmarks/evaluate/{{model}}/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}/{{suite}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: model_threads

@@ -60,15 +60,17 @@ rule export_model:
     """On request only: the edited model as a Hugging Face checkpoint (safetensors)."""
     input:
         model=model_input,
-        mask=lambda wc: mask_path(wc.model, wc.method, wc.control, wc.n, wc.seed, wc.k),
+        mask=lambda wc: mask_path(
+            wc.model, wc.skill, wc.method, wc.control, wc.n, wc.seed, wc.k
+        ),
     output:
         directory(
-            f"{R}/{{model}}/export/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}"
+            f"{R}/{{model}}/export/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}"
         ),
     log:
-        "logs/export_model/{model}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}.log",
+        "logs/export_model/{model}/{skill}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}.log",
     benchmark:
-        f"{R}/benchmarks/export_model/{{model}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}.tsv"
+        f"{R}/benchmarks/export_model/{{model}}/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1

@@ -11,7 +11,7 @@ rule top_k:
         stats=lambda wc: stats_path(wc.model, wc.dataset, wc.n, wc.seed),
     output:
         mask=topk_path("{model}", "{dataset}", "{n}", "{seed}", "{k}"),
-        counts=counts_path("{model}", "topk", "{dataset}", "{n}", "{seed}", "{k}"),
+        counts=topk_counts_path("{model}", "{dataset}", "{n}", "{seed}", "{k}"),
     log:
         "logs/top_k/{model}/{dataset}/n{n}/seed{seed}/k{k}.log",
     benchmark:
@@ -34,21 +34,25 @@ rule top_k:
 rule difference:
     """MathNeuro's set and the random baseline with the same count in every matrix."""
     input:
-        skill=lambda wc: topk_path(wc.model, SKILL, wc.n, wc.seed, wc.k),
+        skill=lambda wc: topk_path(wc.model, wc.skill, wc.n, wc.seed, wc.k),
         control=lambda wc: topk_path(wc.model, wc.control, wc.n, wc.seed, wc.k),
     output:
-        mathneuro=mask_path("{model}", "mathneuro", "{control}", "{n}", "{seed}", "{k}"),
-        random=mask_path("{model}", "random", "{control}", "{n}", "{seed}", "{k}"),
+        mathneuro=mask_path(
+            "{model}", "{skill}", "mathneuro", "{control}", "{n}", "{seed}", "{k}"
+        ),
+        random=mask_path(
+            "{model}", "{skill}", "random", "{control}", "{n}", "{seed}", "{k}"
+        ),
         mathneuro_counts=counts_path(
-            "{model}", "mathneuro", "{control}", "{n}", "{seed}", "{k}"
+            "{model}", "{skill}", "mathneuro", "{control}", "{n}", "{seed}", "{k}"
         ),
         random_counts=counts_path(
-            "{model}", "random", "{control}", "{n}", "{seed}", "{k}"
+            "{model}", "{skill}", "random", "{control}", "{n}", "{seed}", "{k}"
         ),
     log:
-        "logs/difference/{model}/{control}/n{n}/seed{seed}/k{k}.log",
+        "logs/difference/{model}/{skill}/{control}/n{n}/seed{seed}/k{k}.log",
     benchmark:
-        f"{R}/benchmarks/difference/{{model}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
+        f"{R}/benchmarks/difference/{{model}}/{{skill}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -72,14 +76,20 @@ rule lape_mask:
     """LAPE's neurons of the skill against one control (entropy over the two); K is its top_rate."""
     input:
         model=model_input,
-        stats=lambda wc: [stats_path(wc.model, d, wc.n, wc.seed) for d in (SKILL, wc.control)],
+        stats=lambda wc: [
+            stats_path(wc.model, d, wc.n, wc.seed) for d in (wc.skill, wc.control)
+        ],
     output:
-        mask=mask_path("{model}", "lape", "{control}", "{n}", "{seed}", "{k}"),
-        counts=counts_path("{model}", "lape", "{control}", "{n}", "{seed}", "{k}"),
+        mask=mask_path(
+            "{model}", "{skill}", "lape", "{control}", "{n}", "{seed}", "{k}"
+        ),
+        counts=counts_path(
+            "{model}", "{skill}", "lape", "{control}", "{n}", "{seed}", "{k}"
+        ),
     log:
-        "logs/lape_mask/{model}/{control}/n{n}/seed{seed}/k{k}.log",
+        "logs/lape_mask/{model}/{skill}/{control}/n{n}/seed{seed}/k{k}.log",
     benchmark:
-        f"{R}/benchmarks/lape_mask/{{model}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
+        f"{R}/benchmarks/lape_mask/{{model}}/{{skill}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -88,7 +98,7 @@ rule lape_mask:
         runtime=runtime_min(5),
     params:
         model=model_params,
-        skill=SKILL,
+        skill=lambda wc: wc.skill,
         settings=lambda wc: canonical({**config["lape"], "top_rate": K[wc.k]}),
         targets=target_params(),
         labels=lambda wc: {
@@ -108,15 +118,17 @@ rule consistency:
     """Overlap of MathNeuro sets identified from independent draws of n samples."""
     input:
         lambda wc: [
-            mask_path(wc.model, "mathneuro", wc.control, wc.n, s, CONSISTENCY["k"])
+            mask_path(
+                wc.model, wc.skill, "mathneuro", wc.control, wc.n, s, CONSISTENCY["k"]
+            )
             for s in CONSISTENCY["seeds"]
         ],
     output:
-        consistency_path("{model}", "{control}", "{n}"),
+        consistency_path("{model}", "{skill}", "{control}", "{n}"),
     log:
-        "logs/consistency/{model}/{control}/n{n}.log",
+        "logs/consistency/{model}/{skill}/{control}/n{n}.log",
     benchmark:
-        f"{R}/benchmarks/consistency/{{model}}/{{control}}/n{{n}}.tsv"
+        f"{R}/benchmarks/consistency/{{model}}/{{skill}}/{{control}}/n{{n}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1

@@ -13,7 +13,7 @@ from mathneuro.configs import compose
 from mathneuro.tasks import leaf_tasks, write_suite
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIGS = [REPO / "config.yaml", *sorted((REPO / "configs" / "models").glob("*.yaml")),
+CONFIGS = [REPO / "config.yaml", *sorted((REPO / "configs").glob("*/*.yaml")),
            *sorted((REPO / "tests" / "configs").glob("*.yaml"))]
 FIXTURES = REPO / "tests" / "fixtures" / "hub"
 DATA_KEYS = {"dataset_path", "dataset_name", "dataset_kwargs"}

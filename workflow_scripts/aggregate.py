@@ -6,14 +6,14 @@ import pandas as pd
 
 from mathneuro.logs import log_to
 from mathneuro.provenance import write_parquet
-from mathneuro.tables import build_tables, samples_table
+from mathneuro.tables import build_tables, name_top_k_set, samples_table
 
 with log_to(snakemake.log[0]) as log:
     params, inputs, output = snakemake.params, snakemake.input, snakemake.output
     read = lambda paths: pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)  # noqa: E731
     tables = build_tables(
         read(inputs.evaluations),
-        read(inputs.counts),
+        name_top_k_set(read(inputs.counts), **params.top_k_set),
         read(inputs.consistency),
         selections=params.selections,
         skill_tasks=params.skill_tasks,
