@@ -3,8 +3,11 @@
 Every place that needs to know what a method is (the workflow's rules and paths, the config
 checks, the tables and the plots) reads it from ``METHODS``; nothing else lists method names.
 
-* ``per_control``: the set depends on the control data set (MathNeuro is TopK(skill) minus
-  TopK(control)); otherwise it is labelled with control ``NO_CONTROL``.
+* ``controls``: which control data sets a set is made against, which its ``control`` label
+  names: ``"each"``, one set per control (MathNeuro: TopK(skill) - TopK(control)); ``"all"``, one
+  set against every control at once, labelled by the controls joined with ``+`` in sorted order
+  (``mmlu+race``; a new control is a new label, so finished sets never change); ``"none"``, no
+  control (``NO_CONTROL``).
 * ``top_k_set``: the set *is* the skill's TopK set (Wanda), so no separate mask is written.
 * ``same_count_as``: a baseline with exactly as many entries per matrix as that method's set.
 
@@ -17,13 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 NO_CONTROL = "none"
+JOIN = "+"  # joins the controls of an "all" set's label; data set labels never hold it
 
 
 @dataclass(frozen=True)
 class Method:
     name: str
     label: str  # how tables and figures name it
-    per_control: bool
+    controls: str  # "each" | "all" | "none"
     top_k_set: bool = False
     same_count_as: str | None = None
 
@@ -31,10 +35,11 @@ class Method:
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("mathneuro", "MathNeuro", per_control=True),
-        Method("wanda", "Wanda (TopK of the skill)", per_control=False, top_k_set=True),
-        Method("random", "random, same count", per_control=True, same_count_as="mathneuro"),
-        Method("lape", "LAPE", per_control=True),
+        Method("mathneuro", "MathNeuro", controls="each"),
+        Method("wanda", "Wanda (TopK of the skill)", controls="none", top_k_set=True),
+        Method("random", "random, same count", controls="each", same_count_as="mathneuro"),
+        Method("lape", "LAPE", controls="all"),
+        Method("mathneuro_all", "MathNeuro (union)", controls="all"),
     )
 }
 
@@ -47,5 +52,13 @@ def method(name: str) -> Method:
 
 
 def controls(name: str, control_sets: list[str]) -> list[str]:
-    """The control labels a method's sets carry: every control data set, or ``NO_CONTROL``."""
-    return list(control_sets) if method(name).per_control else [NO_CONTROL]
+    """The control labels a method's sets carry (see ``Method.controls``)."""
+    mode = method(name).controls
+    if mode == "each":
+        return list(control_sets)
+    return [JOIN.join(sorted(control_sets))] if mode == "all" else [NO_CONTROL]
+
+
+def control_sets(label: str) -> list[str]:
+    """The control data sets behind a control label (``mmlu+race`` -> ``["mmlu", "race"]``)."""
+    return label.split(JOIN)

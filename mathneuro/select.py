@@ -15,6 +15,8 @@ threshold with two histogram passes over the float32 bit patterns before a third
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 
 import torch
@@ -163,10 +165,15 @@ def top_k(
     return ParameterMask(masks, provenance)
 
 
-def specific(skill_top: ParameterMask, control_top: ParameterMask) -> ParameterMask:
-    """MathNeuro's step 3: the entries in the skill's top-K set that are not in the control's."""
-    chosen = skill_top - control_top
-    chosen.provenance = {"method": "mathneuro", "skill": skill_top.provenance, "control": control_top.provenance}
+def specific(skill_top: ParameterMask, *control_tops: ParameterMask) -> ParameterMask:
+    """MathNeuro's step 3: the entries in the skill's top-K set that are in no control's
+    (one control, as in the paper, or several: TopK(skill) - the union of their TopK sets)."""
+    if not control_tops:
+        raise ValueError("specific needs at least one control's top-K set")
+    chosen = skill_top - functools.reduce(operator.or_, control_tops)
+    controls = [c.provenance for c in control_tops]
+    chosen.provenance = {"method": "mathneuro", "skill": skill_top.provenance,
+                         "control": controls[0] if len(controls) == 1 else controls}
     return chosen
 
 

@@ -13,7 +13,7 @@ from snakemake.utils import validate
 from mathneuro.analyses import FIGURES, REPORT_CATEGORIES, TABLES
 from mathneuro.configs import compose
 from mathneuro.data import local_entry, split_names, validate_spec
-from mathneuro.methods import METHODS, NO_CONTROL
+from mathneuro.methods import METHODS, NO_CONTROL, control_sets
 from mathneuro.methods import controls as method_controls
 
 # Config ------------------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ wildcard_constraints:
     model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     skill=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-    control=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    control=r"[A-Za-z0-9][A-Za-z0-9_.+-]*",  # + joins the controls of an "all" set
     method="|".join(METHODS),
     n=r"\d+",
     seed=r"\d+",
@@ -210,6 +210,19 @@ def top_k_labels(wildcards):
         "model": wildcards.model,
         "method": "topk",
         "control": wildcards.dataset,
+        "n_samples": int(wildcards.n),
+        "seed": int(wildcards.seed),
+        "k": wildcards.k,
+        "k_fraction": K[wildcards.k],
+    }
+
+
+def set_labels(wildcards, method=None):
+    """How a set's counts are labelled (its method, when the job writes one method's set)."""
+    return {
+        "model": wildcards.model,
+        **({"method": method} if method else {}),
+        "control": wildcards.control,
         "n_samples": int(wildcards.n),
         "seed": int(wildcards.seed),
         "k": wildcards.k,

@@ -1,7 +1,8 @@
 """Stage 2: the sets. TopK of each data set, one job per K; MathNeuro = TopK(skill) - TopK(control)
 and its random baseline, one job per control and K; LAPE, one job per control; and the overlap of
 independent identifications. One job per (model, data set or control, n, seed, K): adding a K, a
-control, a seed or a sample count adds jobs and reruns none.
+control, a seed or a sample count adds jobs and reruns none (a set against every control at once
+is labelled by all of them, so a new control makes a new set beside the finished one).
 """
 
 
@@ -32,10 +33,11 @@ rule top_k:
 
 
 rule difference:
-    """MathNeuro's set and the random baseline with the same count in every matrix."""
+    """MathNeuro's set against one control and the random baseline with the same count in every
+    matrix."""
     input:
         skill=lambda wc: topk_path(wc.model, wc.skill, wc.n, wc.seed, wc.k),
-        control=lambda wc: topk_path(wc.model, wc.control, wc.n, wc.seed, wc.k),
+        controls=lambda wc: [topk_path(wc.model, wc.control, wc.n, wc.seed, wc.k)],
     output:
         mathneuro=mask_path(
             "{model}", "{skill}", "mathneuro", "{control}", "{n}", "{seed}", "{k}"
@@ -60,24 +62,52 @@ rule difference:
         mem_mb=weights_job_mem_mb,
         runtime=runtime_min(2),
     params:
-        labels=lambda wc: {
-            "model": wc.model,
-            "control": wc.control,
-            "n_samples": int(wc.n),
-            "seed": int(wc.seed),
-            "k": wc.k,
-            "k_fraction": K[wc.k],
-        },
+        method="mathneuro",
+        labels=set_labels,
+    script:
+        "../workflow_scripts/difference.py"
+
+
+rule difference_all:
+    """MathNeuro against every control at once: TopK(skill) minus the union of their TopK sets."""
+    input:
+        skill=lambda wc: topk_path(wc.model, wc.skill, wc.n, wc.seed, wc.k),
+        controls=lambda wc: [
+            topk_path(wc.model, c, wc.n, wc.seed, wc.k)
+            for c in control_sets(wc.control)
+        ],
+    output:
+        mathneuro_all=mask_path(
+            "{model}", "{skill}", "mathneuro_all", "{control}", "{n}", "{seed}", "{k}"
+        ),
+        mathneuro_all_counts=counts_path(
+            "{model}", "{skill}", "mathneuro_all", "{control}", "{n}", "{seed}", "{k}"
+        ),
+    log:
+        "logs/difference_all/{model}/{skill}/{control}/n{n}/seed{seed}/k{k}.log",
+    benchmark:
+        f"{R}/benchmarks/difference_all/{{model}}/{{skill}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
+    conda:
+        "../envs/mathneuro.yaml"
+    threads: 1
+    resources:
+        mem_mb=weights_job_mem_mb,
+        runtime=runtime_min(2),
+    params:
+        method="mathneuro_all",
+        labels=set_labels,
     script:
         "../workflow_scripts/difference.py"
 
 
 rule lape_mask:
-    """LAPE's neurons of the skill against one control (entropy over the two); K is its top_rate."""
+    """LAPE's neurons of the skill, the entropy over the skill and every control at once (as Tang
+    et al. and the paper's authors); K is its top_rate."""
     input:
         model=model_input,
         stats=lambda wc: [
-            stats_path(wc.model, d, wc.n, wc.seed) for d in (wc.skill, wc.control)
+            stats_path(wc.model, d, wc.n, wc.seed)
+            for d in (wc.skill, *control_sets(wc.control))
         ],
     output:
         mask=mask_path(
@@ -101,15 +131,7 @@ rule lape_mask:
         skill=lambda wc: wc.skill,
         settings=lambda wc: canonical({**config["lape"], "top_rate": K[wc.k]}),
         targets=target_params(),
-        labels=lambda wc: {
-            "model": wc.model,
-            "method": "lape",
-            "control": wc.control,
-            "n_samples": int(wc.n),
-            "seed": int(wc.seed),
-            "k": wc.k,
-            "k_fraction": K[wc.k],
-        },
+        labels=lambda wc: set_labels(wc, "lape"),
     script:
         "../workflow_scripts/lape_mask.py"
 

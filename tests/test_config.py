@@ -94,6 +94,26 @@ def test_methods_are_named_in_one_table_only():
     assert '"mathneuro", "wanda"' not in rules and "'wanda'" not in rules
 
 
+@pytest.mark.parametrize("name", METHODS)
+def test_a_methods_control_labels_name_the_controls_its_sets_are_made_against(name):
+    import re
+
+    from mathneuro.methods import JOIN, NO_CONTROL, control_sets, controls
+
+    label = re.compile(SCHEMA["definitions"]["label"]["pattern"])
+    assert not label.match(JOIN + "x") and not label.match("x" + JOIN + "y")  # a joined label is no data set's
+    for given in (["race"], ["race", "mmlu"], ["mmlu", "race"]):
+        labels = controls(name, given)
+        mode = METHODS[name].controls
+        if mode == "each":
+            assert labels == given
+        elif mode == "all":  # one set, the same label whatever the order of the controls
+            assert len(labels) == 1 and sorted(control_sets(labels[0])) == sorted(given)
+            assert labels == controls(name, sorted(given))
+        else:
+            assert mode == "none" and labels == [NO_CONTROL]
+
+
 def test_lm_evals_own_defaults_for_the_suite_options():
     """Unset suite options mean what they mean to lm-eval (the paper's authors set none)."""
     from lm_eval import simple_evaluate

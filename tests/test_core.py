@@ -82,6 +82,10 @@ def test_identify_is_top_k_of_each_data_set_and_the_skill_minus_each_control(tok
     for control in ("a", "b"):
         assert specific[control] == top["math"] - top[control]
         assert specific[control].count() <= top["math"].count()
+    union = mathneuro.specific(top["math"], top["a"], top["b"])  # mathneuro_all: minus every control
+    for name, chosen in union.items():
+        assert torch.equal(chosen, top["math"][name] & ~top["a"][name] & ~top["b"][name]), name
+    assert union == specific["a"] & specific["b"]
 
 
 def test_selection_reads_weights_from_the_checkpoint_as_from_the_model(tokenizer, tmp_path):

@@ -1,4 +1,5 @@
-"""MathNeuro's set TopK(skill) - TopK(control), and the random baseline of the same count per matrix."""
+"""MathNeuro's set TopK(skill) - TopK(control), or minus the union of several controls' TopK sets,
+and (when the rule asks for it) the random baseline of the same count per matrix."""
 
 from mathneuro import ParameterMask, random_like, specific
 from mathneuro.logs import log_to
@@ -9,8 +10,9 @@ with log_to(snakemake.log[0]) as log:
     params, inputs, output = snakemake.params, snakemake.input, snakemake.output
     skill = ParameterMask.load(inputs.skill)
     model_parameters = skill.provenance["model_parameters"]
-    sets = {"mathneuro": specific(skill, ParameterMask.load(inputs.control))}
-    sets["random"] = random_like(sets["mathneuro"], seed=params.labels["seed"])
+    sets = {params.method: specific(skill, *map(ParameterMask.load, inputs.controls))}
+    if "random" in output.keys():
+        sets["random"] = random_like(sets[params.method], seed=params.labels["seed"])
     for method, mask in sets.items():
         mask.save(output[method])
         counts = mask_counts(mask, model_parameters=model_parameters, method=method, **params.labels)
