@@ -95,7 +95,7 @@ def mc_task_config(name: str, test_path: str | Path) -> dict:
 def synthetic_task_config(task: str, test_path: str | Path) -> dict:
     """lm-eval task config (a dict ready for YAML) for synthetic ``task``'s test file."""
     name = task_name(task)
-    if task == "math":
+    if task in ("math", "math_reworded"):
         return math_task_config(name, test_path, max_gen_toks=TOY_MATH_MAX_GEN_TOKS)
     return mc_task_config(name, test_path)
 

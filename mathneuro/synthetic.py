@@ -14,6 +14,14 @@ Tasks
     line is ``#### <number>``) and ``target`` (the number as a string). No
     ``(operation, a, b)`` triple of the test split occurs in the train split.
 
+``"math_reworded"`` (a held-out variant of math, for generalisation)
+    The same operations, operand ranges and worked answers as ``"math"``, asked in
+    wordings that ``"math"`` never uses (other sentence frames, other cue words for the
+    operation: "altogether", "taken out", "rows"). The toy model never trains on it
+    (``n_train: 0`` in the default config): it measures whether an edit of the math
+    set reaches math the model was not shown in that form, as the paper's MATH and
+    EGSM evaluations do for GSM8K.
+
 ``"reading"`` (mirrors RACE)
     A short story of two to four sentences, each about a different person and a
     different kind of detail (where they went, their pet, the colour of their coat,
@@ -52,7 +60,7 @@ from typing import Any, Callable
 
 Record = dict[str, Any]
 
-TASKS = ("math", "reading", "facts")
+TASKS = ("math", "math_reworded", "reading", "facts")
 SPLITS = ("train", "test")
 
 NAMES = (
@@ -118,7 +126,7 @@ MIN_ENTITIES = 16
 # The prompt of each task, one place: the toy model trains on prompt + " " + answer, lm-eval's
 # task YAMLs (mathneuro.evaluate) render the same prompt, and config.yaml's data set templates
 # must render the training text (tested).
-PROMPTS = {"math": "Question: {question}\nAnswer:", "reading": "{question}\nAnswer:", "facts": "{question}\nAnswer:"}
+PROMPTS = {"math": "Question: {question}\nAnswer:", "math_reworded": "Question: {question}\nAnswer:", "reading": "{question}\nAnswer:", "facts": "{question}\nAnswer:"}
 
 
 def prompt_text(task: str, record: Record) -> str:
@@ -164,26 +172,47 @@ def _mul_steps(a: int, b: int) -> list[str]:
             f"{a // 10} * {b} = {partial}, {partial} + {carry} = {partial + carry}."]
 
 
+def _worked_answer(op: str, a: int, b: int) -> tuple[str, int]:
+    """The worked, digit-by-digit answer ending in ``#### <result>``, and the result."""
+    result, sym, steps = {"add": (a + b, "+", _add_steps), "sub": (a - b, "-", _sub_steps),
+                          "mul": (a * b, "*", _mul_steps)}[op]
+    lines = [f"We need {a} {sym} {b}.", *steps(a, b), f"So {a} {sym} {b} = {result}.", f"#### {result}"]
+    return "\n".join(lines), result
+
+
 def _math_problem(rng: random.Random, op: str, a: int, b: int) -> tuple[str, str, int]:
     """Return ``(question, worked answer, result)`` for one operation on ``a`` and ``b``."""
     name, other = rng.sample(NAMES, 2)
     pron, item = PRONOUNS[name], rng.choice(ITEMS)
     if op == "add":
-        result, sym, steps = a + b, "+", _add_steps(a, b)
         question = (f"{name} has {a} {item}. {pron} gets {b} more from {other}. "
                     f"How many {item} does {name} have now?")
     elif op == "sub":
-        result, sym, steps = a - b, "-", _sub_steps(a, b)
         question = (f"{name} has {a} {item}. {pron} gives {b} to {other}. "
                     f"How many {item} does {name} have left?")
     else:
         box = rng.choice(CONTAINERS)
-        result, sym, steps = a * b, "*", _mul_steps(a, b)
         question = (f"{name} buys {b} {box} of {item}. Each holds {a} {item}. "
                     f"How many {item} does {name} buy?")
-    lines = [f"We need {a} {sym} {b}.", *steps, f"So {a} {sym} {b} = {result}.",
-             f"#### {result}"]
-    return question, "\n".join(lines), result
+    return (question, *_worked_answer(op, a, b))
+
+
+# math_reworded: operation -> question frames that the math task never uses
+REWORDED = {
+    "add": ("A box holds {a} {item} and a bag holds {b} {item}. How many {item} are there altogether?",
+            "On Monday {name} counted {a} {item} and on Tuesday {b} {item}. What is the total number of {item}?"),
+    "sub": ("A jar held {a} {item}. Then {b} of them were taken out. How many {item} are still in the jar?",
+            "{name} needs {a} {item} but only {b} are ready. How many {item} are missing?"),
+    "mul": ("There are {b} rows with {a} {item} in each row. How many {item} are there in all?",
+            "{name} fills {b} {box} with {a} {item} each. How many {item} is that?"),
+}
+
+
+def _reworded_problem(rng: random.Random, op: str, a: int, b: int) -> tuple[str, str, int]:
+    """A math problem in one of ``REWORDED``'s frames, with the math task's worked answer."""
+    frame = rng.choice(REWORDED[op])
+    question = frame.format(a=a, b=b, name=rng.choice(NAMES), item=rng.choice(ITEMS), box=rng.choice(CONTAINERS))
+    return (question, *_worked_answer(op, a, b))
 
 
 def _math_operands(rng: random.Random) -> tuple[str, int, int]:
@@ -200,13 +229,15 @@ def _math_operands(rng: random.Random) -> tuple[str, int, int]:
 
 
 def _math_record(rng: random.Random, split: str, index: int,
-                 key: tuple[str, int, int]) -> Record:
-    question, answer, result = _math_problem(rng, *key)
-    return {"id": f"math-{split}-{index:05d}", "question": question, "answer": answer,
+                 key: tuple[str, int, int], task: str = "math") -> Record:
+    problem = _reworded_problem if task == "math_reworded" else _math_problem
+    question, answer, result = problem(rng, *key)
+    return {"id": f"{task}-{split}-{index:05d}", "question": question, "answer": answer,
             "target": str(result)}
 
 
-def _generate_math(n_train: int, n_test: int, rng: random.Random) -> dict[str, list[Record]]:
+def _generate_math(n_train: int, n_test: int, rng: random.Random,
+                   task: str = "math") -> dict[str, list[Record]]:
     test_keys: list[tuple[str, int, int]] = []
     seen: set[tuple[str, int, int]] = set()
     while len(test_keys) < n_test:
@@ -214,12 +245,12 @@ def _generate_math(n_train: int, n_test: int, rng: random.Random) -> dict[str, l
         if key not in seen:
             seen.add(key)
             test_keys.append(key)
-    test = [_math_record(rng, "test", i, k) for i, k in enumerate(test_keys)]
+    test = [_math_record(rng, "test", i, k, task) for i, k in enumerate(test_keys)]
     train = []
     while len(train) < n_train:
         key = _math_operands(rng)
         if key not in seen:
-            train.append(_math_record(rng, "train", len(train), key))
+            train.append(_math_record(rng, "train", len(train), key, task))
     return {"train": train, "test": test}
 
 
@@ -321,6 +352,7 @@ def generate(task: str, *, n_train: int, n_test: int, seed: int) -> dict[str, li
     rng = random.Random(f"{task}-{seed}")
     generators: dict[str, Callable[[], dict[str, list[Record]]]] = {
         "math": lambda: _generate_math(n_train, n_test, rng),
+        "math_reworded": lambda: _generate_math(n_train, n_test, rng, "math_reworded"),
         "reading": lambda: _generate_reading(n_train, n_test, rng),
         "facts": lambda: _generate_facts(n_train, n_test, seed, rng),
     }

@@ -162,7 +162,7 @@ wildcard_constraints:
     k=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     edit=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     suite=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-    task=r"[a-z]+",
+    task=r"[a-z_]+",
 
 
 # Paths: one function per kind of output, used by the rules that write and read it -----------------
@@ -428,8 +428,10 @@ def dataset_local_data(wildcards):
     return {key: LOCAL_DATA[key]} if key else {}
 
 
-def synthetic_tasks():
-    return sorted(config.get("synthetic", {}).get("tasks", {}))
+def synthetic_tasks(trained=False):
+    """The synthetic tasks (``trained``: those with train texts, which the toy model learns)."""
+    tasks = config.get("synthetic", {}).get("tasks", {})
+    return sorted(t for t, sizes in tasks.items() if sizes["n_train"] > 0 or not trained)
 
 
 # Evaluation --------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ an edited model exported as a checkpoint."""
 rule train_toy_model:
     input:
         train=lambda wc: [
-            f"{R}/data/synthetic/{t}/train.jsonl" for t in synthetic_tasks()
+            f"{R}/data/synthetic/{t}/train.jsonl" for t in synthetic_tasks(trained=True)
         ],
     output:
         directory(f"{R}/models/{{model}}"),
@@ -24,7 +24,7 @@ rule train_toy_model:
         mem_mb=4000,
         runtime=30,
     params:
-        tasks=synthetic_tasks(),
+        tasks=synthetic_tasks(trained=True),
         hyperparameters=canonical(config["toy_model"]),
     script:
         "../workflow_scripts/train_toy_model.py"

@@ -17,16 +17,19 @@ def data() -> dict[str, dict[str, list[dict]]]:
             for t in synthetic.TASKS}
 
 
-def _recompute(question: str) -> int:
+# the cue words of each operation, per math task: the reworded task shares none with math
+CUES = {"math": {"add": ("more from",), "sub": ("gives",), "mul": ("Each holds",)},
+        "math_reworded": {"add": ("altogether", "total number"), "sub": ("taken out", "missing"),
+                          "mul": ("rows", "each. How")}}
+MATH_TASKS = list(CUES)
+
+
+def _recompute(question: str, task: str = "math") -> int:
     """Recompute the answer of a math question from its numbers and wording."""
     numbers = [int(n) for n in re.findall(r"\d+", question)]
-    if "more from" in question:
-        return numbers[0] + numbers[1]
-    if "gives" in question:
-        return numbers[0] - numbers[1]
-    if "Each holds" in question:
-        return numbers[0] * numbers[1]
-    raise AssertionError(f"unrecognised question: {question}")
+    ops = [op for op, cues in CUES[task].items() if any(c in question for c in cues)]
+    assert len(ops) == 1, f"unrecognised question: {question}"
+    return {"add": numbers[0] + numbers[1], "sub": numbers[0] - numbers[1], "mul": numbers[0] * numbers[1]}[ops[0]]
 
 
 def test_sizes_and_ids(data):
@@ -37,9 +40,10 @@ def test_sizes_and_ids(data):
         assert all(isinstance(i, str) and i.startswith(f"{task}-") for i in ids)
 
 
-def test_math_answers_are_correct(data):
-    for record in data["math"]["train"] + data["math"]["test"]:
-        expected = _recompute(record["question"])
+@pytest.mark.parametrize("task", MATH_TASKS)
+def test_math_answers_are_correct(data, task):
+    for record in data[task]["train"] + data[task]["test"]:
+        expected = _recompute(record["question"], task)
         lines = record["answer"].split("\n")
         assert lines[-1] == f"#### {expected}"
         assert record["target"] == str(expected)
@@ -52,6 +56,13 @@ def test_math_worked_steps_are_correct(data):
     for record in data["math"]["train"][:200]:
         for expr, result in step.findall(record["answer"]):
             assert eval(expr) == int(result), (expr, result)  # noqa: S307 (digits/ops only)
+
+
+def test_reworded_math_never_uses_the_math_tasks_wording(data):
+    """math_reworded asks the same operations in frames math never uses, and vice versa."""
+    for task, other in (("math", "math_reworded"), ("math_reworded", "math")):
+        cues = [c for op_cues in CUES[other].values() for c in op_cues]
+        assert not any(c in r["question"] for r in data[task]["train"] + data[task]["test"] for c in cues), task
 
 
 def test_math_splits_disjoint(data):
