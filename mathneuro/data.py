@@ -30,7 +30,10 @@ Spec keys (a key set to ``null``/``None`` counts as absent):
     read in sorted order). Relative paths are relative to the working
     directory, or to ``base_dir`` when :func:`load_texts` is given one.
 ``name``
-    ``hf`` only: the dataset config (``main`` for ``openai/gsm8k``).
+    ``hf`` only: the dataset config (``main`` for ``openai/gsm8k``), or a list of
+    configs whose splits are read one after the other as one data set (MATH's
+    subjects: ``EleutherAI/hendrycks_math`` has one config per subject). With a
+    list, default ids are ``"<config>/<split>:<row>"``.
 ``split``
     ``hf`` and ``synthetic`` only: which split to read; default ``train``.
 ``cache_dir``
@@ -82,9 +85,11 @@ naming a missing field, or a source with no records, raises ``ValueError``.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import csv
 import glob
+import itertools
 import json
 import os
 import random
@@ -204,9 +209,15 @@ def _check_source_keys(spec: Mapping[str, Any], source: str) -> None:
     path = spec.get("path")
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise ValueError(f"dataset spec: source {source!r} needs 'path' (a file, glob or dataset name), got {path!r}")
-    for key in ("name", "split", "cache_dir", "revision"):
+    for key in ("split", "cache_dir", "revision"):
         if spec.get(key) is not None and not isinstance(spec[key], (str, os.PathLike)):
             raise ValueError(f"dataset spec: {key!r} must be a string, got {spec[key]!r}")
+    name = spec.get("name")
+    if isinstance(name, list):
+        if not name or not all(isinstance(n, str) and n for n in name) or len(set(name)) != len(name):
+            raise ValueError(f"dataset spec: 'name' as a list must hold distinct config names, got {name!r}")
+    elif name is not None and not isinstance(name, str):
+        raise ValueError(f"dataset spec: 'name' must be a config name or a list of them, got {name!r}")
     _check_columns(spec.get("columns"))
 
 
@@ -398,9 +409,16 @@ def _synthetic_table(spec: Mapping[str, Any]) -> _Table:
     return _Table(size=len(records), rows=_list_rows(records), label=lambda i: f"{split}:{i}")
 
 
+def config_names(spec: Mapping[str, Any]) -> list[str | None]:
+    """The dataset configs an ``hf`` spec reads, in order (``[None]``: the default one)."""
+    name = spec.get("name")
+    return list(name) if isinstance(name, list) else [name]
+
+
 def _hf_table(spec: Mapping[str, Any], base_dir: str | os.PathLike[str] | None,
               local_data: Mapping[str, Any]) -> _Table:
-    """A split of a Hugging Face dataset (hub id, local folder or local copy), read lazily."""
+    """A split of a Hugging Face dataset (hub id, local folder or local copy), read lazily; of
+    several configs, their splits one after the other."""
     import datasets
 
     path = str(spec["path"])
@@ -408,18 +426,29 @@ def _hf_table(spec: Mapping[str, Any], base_dir: str | os.PathLike[str] | None,
         path = str(Path(base_dir, path))
     split = _get(spec, "split", "train")
     cache_dir = None if spec.get("cache_dir") is None else str(spec["cache_dir"])
-    local = local_files(local_data, path, spec.get("name"), split_names(split))
-    if local is not None:
-        builder, files = local
-        dataset = datasets.load_dataset(builder, data_files=files, split=split, cache_dir=cache_dir)
-    else:
-        dataset = datasets.load_dataset(path, spec.get("name"), split=split, cache_dir=cache_dir,
-                                        revision=spec.get("revision"))
+
+    def load(name: str | None):
+        local = local_files(local_data, path, name, split_names(split))
+        if local is not None:
+            builder, files = local
+            return datasets.load_dataset(builder, data_files=files, split=split, cache_dir=cache_dir)
+        return datasets.load_dataset(path, name, split=split, cache_dir=cache_dir, revision=spec.get("revision"))
+
+    names = config_names(spec)
+    parts = [load(name) for name in names]
+    dataset = parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
+    starts = list(itertools.accumulate([0] + [len(p) for p in parts]))
 
     def rows(indices: Sequence[int]) -> list[Record]:
         return dataset.select(list(indices)).to_list() if indices else []
 
-    return _Table(size=len(dataset), rows=rows, label=lambda i: f"{split}:{i}")
+    def label(i: int) -> str:
+        if not isinstance(spec.get("name"), list):
+            return f"{split}:{i}"
+        part = bisect.bisect_right(starts, i) - 1
+        return f"{names[part]}/{split}:{i - starts[part]}"
+
+    return _Table(size=len(dataset), rows=rows, label=label)
 
 
 # --------------------------------------------------------------------------- local copies of hub data

@@ -12,7 +12,7 @@ from snakemake.utils import validate
 
 from mathneuro.analyses import FIGURES, REPORT_CATEGORIES, TABLES
 from mathneuro.configs import compose
-from mathneuro.data import local_entry, split_names, validate_spec
+from mathneuro.data import config_names, local_entry, split_names, validate_spec
 from mathneuro.methods import METHODS, NO_CONTROL, control_sets
 from mathneuro.methods import controls as method_controls
 
@@ -382,15 +382,16 @@ def existing_or_globbed(pattern):
     return sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
 
 
-def local_inputs(hub_id, name, splits):
-    """What a local copy of `hub_id` reads for `splits` of config `name` ("*": every config)."""
+def local_inputs(hub_id, names, splits):
+    """What a local copy of `hub_id` reads for `splits` of configs `names` ("*": every config)."""
     if hub_id in RELEASES:
         return [mmlu_release_dir(hub_id)]
     files = []
-    for split in splits:
-        patterns = LOCAL_DATA[hub_id]["files"].get(split, [])
-        for pattern in [patterns] if isinstance(patterns, str) else patterns:
-            files += existing_or_globbed(pattern.replace("{name}", name or ""))
+    for name in names:
+        for split in splits:
+            patterns = LOCAL_DATA[hub_id]["files"].get(split, [])
+            for pattern in [patterns] if isinstance(patterns, str) else patterns:
+                files += existing_or_globbed(pattern.replace("{name}", name or ""))
     return files
 
 
@@ -417,7 +418,7 @@ def dataset_files(dataset):
     if key is None:
         return []
     return local_inputs(
-        key, spec.get("name"), split_names(spec.get("split") or "train")
+        key, config_names(spec), split_names(spec.get("split") or "train")
     )
 
 
@@ -452,7 +453,7 @@ def suite_inputs(wildcards):
         inputs["local_data"] = [
             f
             for hub_id, entry in LOCAL_DATA.items()
-            for f in local_inputs(hub_id, "*", sorted(entry["files"]))
+            for f in local_inputs(hub_id, ["*"], sorted(entry["files"]))
         ]
         if EVAL["include_path"]:
             inputs["user_tasks"] = sorted(

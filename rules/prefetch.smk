@@ -26,7 +26,7 @@ rule prefetch:
         ],
         datasets=[
             {k: v for k, v in spec.items() if k in ("path", "name", "revision")}
-            for spec in config["datasets"].values()
+            for spec in (config["datasets"][d] for d in DATASETS)
             if spec["source"] == "hf" and local_key(spec["path"]) is None
         ],
         tasks=[

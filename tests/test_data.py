@@ -286,7 +286,9 @@ def test_texts_is_a_frozen_sequence(tmp_path):
         ({"source": "csv", "path": "x", "columns": "a,b"}, "'columns' must be a non-empty list"),
         ({"source": "csv", "path": "x", "columns": ["a", "a"]}, "duplicate names"),
         ({"source": "csv", "path": "x", "id_field": ""}, "'id_field' must be a non-empty string"),
-        ({"source": "hf", "path": "x", "name": 3}, "'name' must be a string"),
+        ({"source": "hf", "path": "x", "name": 3}, "'name' must be a config name or a list"),
+        ({"source": "hf", "path": "x", "name": []}, "distinct config names"),
+        ({"source": "hf", "path": "x", "name": ["algebra", "algebra"]}, "distinct config names"),
         ({"source": "synthetic"}, "'task' must be a non-empty string"),
         ({"source": "synthetic", "task": "math", "split": "val"}, "'split' for synthetic"),
         ({"source": "synthetic", "task": "math", "n_test": 5}, "synthetic needs 'n_train'"),
@@ -390,6 +392,22 @@ def test_local_files_resolve_names_aliases_and_name_what_is_missing(tmp_path):
     texts = load_texts({"source": "hf", "path": "openai/gsm8k", "name": "main", "split": "train+test",
                         "template": "{q}"}, local_data=local)
     assert list(texts) == [r["q"] for r in RECORDS] * 2
+
+
+def test_a_list_of_configs_reads_their_splits_one_after_the_other(tmp_path):
+    """MATH's subjects are configs of one hub data set: `name` as a list reads them all."""
+    subjects = {"algebra": 3, "geometry": 2}
+    for subject, size in subjects.items():
+        write_jsonl(tmp_path / f"{subject}-train.jsonl",
+                    [{"problem": f"{subject} {i}", "solution": str(i)} for i in range(size)])
+    local = {"EleutherAI/hendrycks_math": {"files": {"train": str(tmp_path / "{name}-train.jsonl")}}}
+    spec = {"source": "hf", "path": "EleutherAI/hendrycks_math", "name": list(subjects),
+            "template": "Problem: {problem}\nSolution: {solution}"}
+    every = load_texts(spec, local_data=local)
+    expected = [(f"{s}/train:{i}", f"Problem: {s} {i}\nSolution: {i}") for s, n in subjects.items() for i in range(n)]
+    assert list(zip(every.ids, every)) == expected
+    drawn = load_texts({**spec, "n": 20, "seed": 1}, local_data=local)
+    assert set(zip(drawn.ids, drawn)) <= set(expected) and len(set(drawn.ids)) == len(expected)
 
 
 def test_answer_letter_only_for_choice_records():

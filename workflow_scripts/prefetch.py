@@ -1,5 +1,6 @@
 """Fill the Hugging Face cache with every model, data set and lm-eval task the config names."""
 
+from mathneuro.data import config_names
 from mathneuro.logs import log_to
 
 with log_to(snakemake.log[0]) as log:
@@ -12,8 +13,9 @@ with log_to(snakemake.log[0]) as log:
         path = snapshot_download(model["path"], revision=model["revision"])
         log.info("model %s -> %s", model["path"], path)
     for spec in params.datasets:
-        datasets.load_dataset(spec["path"], spec.get("name"), revision=spec.get("revision"))
-        log.info("data set %s (%s) at revision %s", spec["path"], spec.get("name"), spec.get("revision") or "latest")
+        for name in config_names(spec):
+            datasets.load_dataset(spec["path"], name, revision=spec.get("revision"))
+            log.info("data set %s (%s) at revision %s", spec["path"], name, spec.get("revision") or "latest")
     if params.tasks:
         get_task_dict(list(params.tasks), TaskManager(include_path=params.include_path))
         log.info("lm-eval tasks %s", params.tasks)
