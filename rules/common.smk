@@ -432,7 +432,9 @@ def dataset_local_data(wildcards):
 def synthetic_tasks(trained=False):
     """The synthetic tasks (``trained``: those with train texts, which the toy model learns)."""
     tasks = config.get("synthetic", {}).get("tasks", {})
-    return sorted(t for t, sizes in tasks.items() if sizes["n_train"] > 0 or not trained)
+    return sorted(
+        t for t, sizes in tasks.items() if sizes["n_train"] > 0 or not trained
+    )
 
 
 # Evaluation --------------------------------------------------------------------------------------

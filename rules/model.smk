@@ -6,7 +6,8 @@ an edited model exported as a checkpoint."""
 rule train_toy_model:
     input:
         train=lambda wc: [
-            f"{R}/data/synthetic/{t}/train.jsonl" for t in synthetic_tasks(trained=True)
+            f"{R}/data/synthetic/{t}/train.jsonl"
+            for t in synthetic_tasks(trained=True)
         ],
     output:
         directory(f"{R}/models/{{model}}"),
