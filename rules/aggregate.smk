@@ -27,7 +27,7 @@ rule aggregate:
         mem_mb=2000,
         runtime=10,
     params:
-        selections={analysis: selection(analysis) for analysis in EDIT_ANALYSES},
+        selections={analysis: analysis_axes(analysis) for analysis in EDIT_ANALYSES},
         skill_tasks=SKILL_TASKS,
         top_k_set={"skill": SKILL, "method": TOP_K_METHOD},
     script:

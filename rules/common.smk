@@ -476,45 +476,39 @@ def suite_lm_eval(wildcards):
 
 
 def analysis_axes(analysis):
-    """The methods, sample counts, seeds, K labels and edits an edit analysis ('pruning',
-    'scaling', 'data_efficiency') evaluates, every control of each method."""
+    """What an edit analysis ('pruning', 'scaling', 'data_efficiency') evaluates, as the values
+    of each column of the evaluations: aggregate selects the analysis's rows with it, and its
+    variants are these values crossed, with every control of each method."""
     section = config[analysis]
     if analysis == "data_efficiency":
-        return (
-            DATA_EFFICIENCY_METHODS,
-            CONSISTENCY["n_samples"],
-            CONSISTENCY["seeds"],
-            DATA_EFFICIENCY_K,
-            section["edits"],
-        )
-    edits = [section["edit"]] if analysis == "pruning" else section["edits"]
-    return section["methods"], [N_MAIN], SEEDS, section["k"], edits
+        return {
+            "method": DATA_EFFICIENCY_METHODS,
+            "n_samples": CONSISTENCY["n_samples"],
+            "seed": CONSISTENCY["seeds"],
+            "k": DATA_EFFICIENCY_K,
+            "edit": section["edits"],
+        }
+    return {
+        "method": section["methods"],
+        "n_samples": [N_MAIN],
+        "seed": SEEDS,
+        "k": section["k"],
+        "edit": [section["edit"]] if analysis == "pruning" else section["edits"],
+    }
 
 
 def variants(analysis):
     """(method, control, n, seed, k, edit) of every evaluated variant of an analysis."""
-    methods, n_samples, seeds, k_labels, edits = analysis_axes(analysis)
+    axes = analysis_axes(analysis)
     return [
         (method, control, n, seed, k, edit)
-        for method in methods
+        for method in axes["method"]
         for control in method_controls(method, CONTROLS)
-        for n in n_samples
-        for seed in seeds
-        for k in k_labels
-        for edit in edits
+        for n in axes["n_samples"]
+        for seed in axes["seed"]
+        for k in axes["k"]
+        for edit in axes["edit"]
     ]
-
-
-def selection(analysis):
-    """The analysis's rows of the evaluations, as allowed values per column (aggregate's params)."""
-    methods, n_samples, seeds, k_labels, edits = analysis_axes(analysis)
-    return {
-        "method": methods,
-        "n_samples": n_samples,
-        "seed": seeds,
-        "k": k_labels,
-        "edit": edits,
-    }
 
 
 EDIT_ANALYSES = ("pruning", "scaling", "data_efficiency")
