@@ -62,8 +62,9 @@ def test_the_report_holds_every_figure_and_summary_with_its_caption(run):
     expected = {"model", "method", "control", "k", "k_fraction", "edit", "factor", "n_samples", "seed", "suite",
                 "task", "metric", "value", "stderr", "base_value", "change", "relative_change"}
     assert expected <= set(pruning.columns)
-    assert set(pruning["method"]) == {"mathneuro", "wanda", "random", "lape"}
-    assert set(pruning["task"]) == {"toy_math", "toy_reading", "toy_facts"}
+    config = compose([TINY])
+    assert set(pruning["method"]) == set(config["pruning"]["methods"])
+    assert set(pruning["task"]) == set(config["evaluation"]["suites"]["toy"]["tasks"])
     assert (pruning["factor"] == 0.0).all() and set(pruning["seed"]) == {0, 1}
     assert pd.api.types.is_integer_dtype(pruning["n_samples"]) and pd.api.types.is_float_dtype(pruning["value"])
     assert ((pruning["value"] >= 0) & (pruning["value"] <= 1)).all()
@@ -130,7 +131,7 @@ def test_consistency_table_has_overlap_per_sample_count(run):
 def test_every_evaluation_keeps_lm_evals_results_and_the_generations(run, tiny_jobs):
     """Next to each tidy table: lm-eval's results JSON, and the per-sample records of generation
     tasks (log_samples unset), gathered in the study's samples table."""
-    evaluations = list((run / "results" / "toy" / "eval").rglob("toy.parquet"))
+    evaluations = list((run / "results" / "toy" / "eval").rglob("toy.parquet"))  # suite toy
     planned_evaluations = [j for j in tiny_jobs if j.rule in ("evaluate", "evaluate_base")]
     assert len(evaluations) == len(planned_evaluations) > 20  # every variant, and the unedited model
     for path in evaluations:
@@ -141,7 +142,8 @@ def test_every_evaluation_keeps_lm_evals_results_and_the_generations(run, tiny_j
     samples = table(run, "samples")
     assert len(samples) == len(evaluations) * 3 and samples["prompt"].str.startswith("Question:").all()
     assert samples["response"].notna().all() and samples["correct"].isin([0.0, 1.0]).all()
-    assert set(samples["method"]) == {"base", "mathneuro", "wanda", "random", "lape"}
+    config = compose([TINY])
+    assert set(samples["method"]) == {"base", *config["pruning"]["methods"], *config["scaling"]["methods"]}
 
 
 def test_every_output_records_the_code_that_made_it_and_none_is_stale(run):
