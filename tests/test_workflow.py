@@ -120,6 +120,21 @@ def test_share_and_layer_tables_count_the_real_masks(run):
     assert set(layers["layer"].dropna()) == {0, 1}
 
 
+def test_against_a_single_control_the_union_set_is_mathneuros(run):
+    """mathneuro_all subtracts the union of every control's TopK set: with one control, the
+    MathNeuro set of that control, file for file (the add-a-control row checks two)."""
+    from mathneuro import ParameterMask
+
+    config = compose([TINY])
+    (control,) = config["identification"]["controls"]
+    masks = run / "results" / "toy" / "masks" / config["identification"]["skill"]
+    union_sets = sorted((masks / "mathneuro_all" / control).rglob("*.safetensors"))
+    assert union_sets
+    for path in union_sets:
+        relative = path.relative_to(masks / "mathneuro_all" / control)
+        assert ParameterMask.load(path) == ParameterMask.load(masks / "mathneuro" / control / relative), relative
+
+
 def test_consistency_table_has_overlap_per_sample_count(run):
     consistency = table(run, "consistency")
     assert set(consistency["n_samples"]) == {2, 8}
