@@ -17,10 +17,11 @@ Tasks
 ``"math_reworded"`` (a held-out variant of math, for generalisation)
     The same operations, operand ranges and worked answers as ``"math"``, asked in
     wordings that ``"math"`` never uses (other sentence frames, other cue words for the
-    operation: "altogether", "taken out", "rows"). The toy model never trains on it
-    (``n_train: 0`` in the default config): it measures whether an edit of the math
-    set reaches math the model was not shown in that form, as the paper's MATH and
-    EGSM evaluations do for GSM8K.
+    operation: "altogether", "taken out", "rows"). The default trains the toy model on
+    it but never identifies on it: it measures whether the set found on math text
+    reaches math the identification never saw, as the paper's MATH and EGSM
+    evaluations do for sets found on GSM8K. (Never trained on, ``n_train: 0``, the toy
+    answers none of it: it knows its training wordings only.)
 
 ``"reading"`` (mirrors RACE)
     A short story of two to four sentences, each about a different person and a
