@@ -28,11 +28,13 @@ STYLES = ["-", "--", ":", "-."]
 PLACED_METHODS = [m for m in METHODS if not METHODS[m].same_count_as and not METHODS[m].top_k_set]
 
 
-def _headline_tasks(tasks) -> list[str]:
+def _headline_tasks(table: pd.DataFrame) -> list[str]:
     """The tasks to draw: a group's score (``mmlu``) stands for its subtasks (``mmlu_anatomy``...),
-    which stay in the tables."""
-    tasks = sorted(set(tasks))
-    return [t for t in tasks if not any(t != u and t.startswith(u + "_") for u in tasks)]
+    which stay in the tables. A group is a task without a sample count (lm-eval counts the
+    documents of leaf tasks only), so ``toy_math_reworded`` is no subtask of ``toy_math``."""
+    counted = table["n"].notna() if "n" in table else pd.Series(True, index=table.index)
+    groups = set(table.loc[~counted, "task"]) - set(table.loc[counted, "task"])
+    return [t for t in sorted(set(table["task"])) if not any(t.startswith(g + "_") for g in groups - {t})]
 
 
 def _label(method: str) -> str:
@@ -102,7 +104,7 @@ def _curves(table: pd.DataFrame, path: str | Path, *, x: str, keys: list[str], x
     """Per model (rows) and task (columns): accuracy against column ``x`` for every set, named by
     ``keys`` (method, control, then those that join the label where they vary), with the repeats'
     range as a band and the unedited model dashed; ``x_axis(ax, values)`` lays out the x axis."""
-    models, tasks = sorted(table["model"].unique()), _headline_tasks(table["task"].unique())
+    models, tasks = sorted(table["model"].unique()), _headline_tasks(table)
     controls = sorted(c for c in table["control"].dropna().unique() if c != "none")
     style = {c: STYLES[i % len(STYLES)] for i, c in enumerate(controls)} | {"none": "-"}
     fig, axes = _panels(models, tasks)
@@ -143,7 +145,7 @@ def plot_scaling(table: pd.DataFrame, path: str | Path) -> None:
     repeats' range as error bars."""
     if table.empty:
         return _empty(path, "scaling results")
-    models, tasks = sorted(table["model"].unique()), _headline_tasks(table["task"].unique())
+    models, tasks = sorted(table["model"].unique()), _headline_tasks(table)
     table = table.assign(change=table["change"] * 100)
     fig, axes = _panels(models, tasks)
     variants = table[["method", "control", "k", "k_fraction", "edit"]].drop_duplicates().sort_values(
@@ -261,7 +263,7 @@ def plot_factor_sweep(table: pd.DataFrame, path: str | Path) -> None:
 def plot_specificity(table: pd.DataFrame, path: str | Path) -> None:
     """Change on the skill's tasks against the mean change on the other tasks, one point per set and
     factor (mean over repeats): a specific set moves along the x axis only."""
-    table = table[table["task"].isin(_headline_tasks(table["task"].unique()))] if len(table) else table
+    table = table[table["task"].isin(_headline_tasks(table))] if len(table) else table
     if table.empty or not table["skill_task"].any() or table["skill_task"].all():
         return _empty(path, "specificity (needs skill and other tasks in the scaling table)")
     keys = ["model", "method", "control", "k", "edit", "factor", "seed"]

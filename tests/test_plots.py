@@ -6,13 +6,18 @@ import pytest
 from mathneuro.plots import DRAW, _headline_tasks, summary_html
 
 
+GROUP = None  # lm-eval gives a group's score no sample count
+
+
 @pytest.mark.parametrize("tasks, shown", [
-    (["gsm8k", "mmlu", "mmlu_anatomy", "mmlu_virology", "race"], ["gsm8k", "mmlu", "race"]),
-    (["minerva_math_algebra", "minerva_math_geometry"], ["minerva_math_algebra", "minerva_math_geometry"]),
-    (["math", "math", "reading"], ["math", "reading"]),
+    ({"gsm8k": 200, "mmlu": GROUP, "mmlu_anatomy": 135, "mmlu_virology": 166, "race": 1045}, ["gsm8k", "mmlu", "race"]),
+    ({"minerva_math": GROUP, "minerva_math_algebra": 200, "minerva_math_geometry": 200}, ["minerva_math"]),
+    ({"minerva_math_algebra": 200, "minerva_math_geometry": 200}, ["minerva_math_algebra", "minerva_math_geometry"]),
+    ({"toy_math": 200, "toy_math_reworded": 200, "toy_reading": 200}, ["toy_math", "toy_math_reworded", "toy_reading"]),
 ])
 def test_a_group_stands_for_its_subtasks_and_lone_tasks_stay(tasks, shown):
-    assert _headline_tasks(tasks) == shown
+    table = pd.DataFrame({"task": list(tasks) * 2, "n": pd.array(list(tasks.values()) * 2, dtype="Int64")})
+    assert _headline_tasks(table) == shown
 
 
 def test_summary_page_keeps_the_varying_columns_and_the_model():
