@@ -37,6 +37,7 @@ COLUMNS = ["task", "metric", "value", "stderr", "n"]
 # Generation budget of toy_math: its longest worked answer is 51 tokens of the toy tokenizer.
 # A model whose math is pruned never stops, so the budget sets the cost of those evaluations.
 TOY_MATH_MAX_GEN_TOKS = 64
+GENERATION_TASKS = ("math", "math_reworded")  # synthetic tasks answered by generation; the rest: choice
 
 
 def task_name(task: str) -> str:
@@ -95,7 +96,7 @@ def mc_task_config(name: str, test_path: str | Path) -> dict:
 def synthetic_task_config(task: str, test_path: str | Path) -> dict:
     """lm-eval task config (a dict ready for YAML) for synthetic ``task``'s test file."""
     name = task_name(task)
-    if task in ("math", "math_reworded"):
+    if task in GENERATION_TASKS:
         return math_task_config(name, test_path, max_gen_toks=TOY_MATH_MAX_GEN_TOKS)
     return mc_task_config(name, test_path)
 

@@ -43,15 +43,17 @@ def tiny(test_files):
 
 def test_write_task_yamls(test_files, yaml_dir):
     paths = sorted(str(p) for p in yaml_dir.glob("*.yaml"))
-    assert [Path(p).name for p in paths] == ["toy_facts.yaml", "toy_math.yaml", "toy_reading.yaml"]
-    math = yaml.safe_load((yaml_dir / "toy_math.yaml").read_text())
-    assert math["task"] == "toy_math" and math["output_type"] == "generate_until"
-    assert math["dataset_path"] == "json" and math["test_split"] == "test"
-    assert Path(math["dataset_kwargs"]["data_files"]["test"]).is_absolute()
-    assert math["generation_kwargs"]["do_sample"] is False
-    reading = yaml.safe_load((yaml_dir / "toy_reading.yaml").read_text())
-    assert reading["output_type"] == "multiple_choice"
-    assert reading["doc_to_choice"] == "{{choices}}" and reading["doc_to_target"] == "label"
+    assert [Path(p).name for p in paths] == sorted(f"{evaluate.task_name(t)}.yaml" for t in test_files)
+    for task in test_files:
+        config = yaml.safe_load((yaml_dir / f"{evaluate.task_name(task)}.yaml").read_text())
+        assert config["task"] == evaluate.task_name(task)
+        assert config["dataset_path"] == "json" and config["test_split"] == "test"
+        assert Path(config["dataset_kwargs"]["data_files"]["test"]).is_absolute()
+        if task in evaluate.GENERATION_TASKS:
+            assert config["output_type"] == "generate_until" and config["generation_kwargs"]["do_sample"] is False
+        else:
+            assert config["output_type"] == "multiple_choice"
+            assert config["doc_to_choice"] == "{{choices}}" and config["doc_to_target"] == "label"
 
 
 def test_unknown_task_and_missing_file(tmp_path):
@@ -63,14 +65,14 @@ def test_unknown_task_and_missing_file(tmp_path):
 
 def test_prompts_match_training_format(test_files, yaml_dir):
     """lm-eval renders exactly the prompt and gold answer the toy model is trained on."""
-    names = ["toy_math", "toy_reading", "toy_facts"]
+    names = [evaluate.task_name(t) for t in test_files]
     tasks = evaluate.task_manager(names, yaml_dir).load(names)["tasks"]
     for task, path in test_files.items():
-        lm_task = tasks[f"toy_{task}"]
+        lm_task = tasks[evaluate.task_name(task)]
         for record in synthetic.read_jsonl(path):
             assert lm_task.doc_to_text(record) == synthetic.prompt_text(task, record)
         target = lm_task.doc_to_target(record)
-        expected = record["target"] if task == "math" else record["label"]
+        expected = record["target"] if task in evaluate.GENERATION_TASKS else record["label"]
         assert target == expected
 
 
