@@ -18,10 +18,10 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 OFFLINE_FLAGS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
 
-# transformers' flags for optional libraries that it imports with every model class when they
-# are installed (lm-eval installs both), for features MathNeuro never uses: scikit-learn for
-# assisted decoding's confidence threshold, SciPy for object-detection losses.
-UNUSED_BACKENDS = ("_sklearn_available", "_scipy_available")
+# transformers' availability checks for optional libraries that it imports with every model class
+# when they are installed (lm-eval installs both), for features MathNeuro never uses: scikit-learn
+# for assisted decoding's confidence threshold, SciPy for object-detection losses.
+UNUSED_BACKENDS = ("is_sklearn_available", "is_scipy_available")
 
 
 def is_offline() -> bool:
@@ -38,15 +38,20 @@ def lean_transformers() -> None:
     """Keep transformers from importing scikit-learn and SciPy along with its model classes.
 
     Those imports are 1-2 s of every short workflow job (``benchmarks/bench_startup.py``), spent
-    on assisted decoding and object detection. Only transformers' availability flags change, so
+    on assisted decoding and object detection. Only transformers' availability checks change, so
     call this before its modeling code is first imported; both libraries stay importable, and
     lm-eval metrics that need scikit-learn import it themselves.
     """
+    import transformers.utils as utils
     import transformers.utils.import_utils as backends
 
-    for flag in UNUSED_BACKENDS:
-        if hasattr(backends, flag):
-            setattr(backends, flag, False)
+    def unavailable() -> bool:
+        return False
+
+    for check in UNUSED_BACKENDS:  # modeling code imports the checks by name from either module
+        for module in (backends, utils):
+            if hasattr(module, check):
+                setattr(module, check, unavailable)
 
 
 def resolve_device(device: str) -> str:
