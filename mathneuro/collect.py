@@ -9,6 +9,15 @@ Statistics (per input feature j; sums run over non-padding tokens only):
 * ``"norm"`` (the paper's): Σ_samples ‖x_j‖₂ over that sample's tokens.
 * ``"wanda"`` (Wanda's): sqrt(Σ_samples Σ_tokens x_j²).
 
+A layer input may come flattened to (batch·pos, d_in) (OPT) or with extra unit axes (multi-head
+latent attention's (batch, 1, pos, d_in)); it is mapped back onto the batch's tokens. Routed
+targets (experts) see only the tokens routed to them, as rows without their positions: a model
+with experts is collected one sample per forward pass, so that every row an expert sees belongs
+to that sample (and none is padding), and an expert's Σ x² over the pass is its per-sample
+statistic. Functional targets (routers stored as parameters, fused expert weights) are observed
+in the ``F.linear``/matmul calls that read them (``_FunctionalInputs``), with the experts run by
+transformers' eager (per-expert) implementation.
+
 With ``lape=True`` the same pass also counts, per MLP neuron, the tokens on which the activation
 function's output is > 0 (Tang et al. 2024), for ``lape.lape_mask``.
 """
@@ -16,18 +25,21 @@ function's output is > 0 (Tang et al. 2024), for ``lape.lape_mask``.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file, safe_open, save_file
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from mathneuro import provenance
-from mathneuro.targets import Target, find_targets, untied_head
+from mathneuro.targets import Target, expert_view, find_targets, unscored, untied_head
 
 STATISTICS = ("norm", "wanda")
 # Activation-function modules inside an MLP block (Llama/Gemma act_fn, GPT-2 act, Phi activation_fn).
@@ -100,25 +112,47 @@ class _Accumulator:
         self.sums = {t.name: torch.zeros(t.in_features, dtype=torch.float32, device=device_of(t)) for t in targets}
         self.lape_counts: dict[str, torch.Tensor] = {}
         self._last: tuple[torch.Tensor, torch.Tensor] | None = None  # (input, its reduction)
+        self._pending: dict[str, torch.Tensor] = {}  # routed targets: this sample's Σ x², (d_in,)
+
+    def _aligned(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` as (batch, pos, d_in), from (batch, pos, d_in), (batch·pos, d_in) or (batch, 1.., pos, d_in)."""
+        batch, pos = self.token_mask.shape
+        lead = tuple(x.shape[:-1])
+        if lead == (batch, pos):
+            return x
+        if math.prod(lead) == batch * pos and (lead[0] == batch * pos or (lead[0] == batch and lead[-1] == pos)):
+            return x.reshape(batch, pos, x.shape[-1])
+        raise RuntimeError(f"layer input of shape {tuple(x.shape)} does not match tokens {(batch, pos)}")
 
     def _per_sample_sumsq(self, x: torch.Tensor) -> torch.Tensor:
         """Σ_tokens x² per sample and feature: (batch, pos, d_in) -> (batch, d_in), float32."""
         if self._last is not None and self._last[0] is x:  # q/k/v and gate/up share one input
             return self._last[1]
         mask = self.token_mask.to(x.device)  # (batch, pos)
-        if x.shape[:2] != mask.shape:
-            raise RuntimeError(f"layer input of shape {tuple(x.shape)} does not match tokens {tuple(mask.shape)}")
-        sumsq = torch.bmm(mask[:, None, :], x.float().square()).squeeze(1)  # (batch, d_in)
+        sumsq = torch.bmm(mask[:, None, :], self._aligned(x).float().square()).squeeze(1)  # (batch, d_in)
         self._last = (x, sumsq)
         return sumsq
 
-    def input_hook(self, name: str) -> Callable:
+    def _add(self, name: str, sumsq: torch.Tensor) -> None:
+        """Add per-sample Σ x² (samples, d_in) to a target's statistic."""
+        if self.statistic == "norm":
+            self.sums[name] += sumsq.sqrt().sum(0)
+        else:  # "wanda": sqrt taken once, at the end
+            self.sums[name] += sumsq.sum(0)
+
+    def add(self, target: Target, x: torch.Tensor) -> None:
+        """One input ``x`` (..., d_in) of ``target`` in the current batch."""
+        if not target.routed:
+            self._add(target.name, self._per_sample_sumsq(x))
+            return
+        if self.token_mask.shape[0] != 1:
+            raise RuntimeError(f"routed target {target.name} collected with {self.token_mask.shape[0]} samples per pass")
+        sumsq = x.detach().reshape(-1, x.shape[-1]).float().square().sum(0)  # every row: this sample's tokens
+        self._pending[target.name] = self._pending[target.name] + sumsq if target.name in self._pending else sumsq
+
+    def input_hook(self, target: Target) -> Callable:
         def hook(module: nn.Module, args: tuple) -> None:
-            sumsq = self._per_sample_sumsq(args[0])  # (batch, d_in)
-            if self.statistic == "norm":
-                self.sums[name] += sumsq.sqrt().sum(0)
-            else:  # "wanda": sqrt taken once, at the end
-                self.sums[name] += sumsq.sum(0)
+            self.add(target, args[0])
 
         return hook
 
@@ -133,7 +167,100 @@ class _Accumulator:
         return hook
 
     def end_batch(self) -> None:
+        for name, sumsq in self._pending.items():  # an expert's sample: all its calls of the pass
+            self._add(name, sumsq[None])
+        self._pending.clear()
         self._last = None
+
+
+_LINEAR = {F.linear}
+_MATMUL = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.mm, torch.Tensor.mm}
+_COPIES = {torch.Tensor.to, torch.Tensor.type, torch.Tensor.float, torch.Tensor.bfloat16, torch.Tensor.half,
+           torch.Tensor.contiguous}
+
+
+class _FunctionalInputs(TorchFunctionMode):
+    """Feeds ``add(target, x)`` the input of every ``F.linear(x, w)`` / ``x @ w`` whose ``w`` is a
+    functional target's matrix: the parameter itself, an expert's slice of it, either transposed,
+    or a dtype copy of the parameter. Which expert: the slice's offset in the parameter's storage.
+    The way a call reads ``w`` must agree with the target's layout (else RuntimeError: the
+    statistic would index the wrong axis). ``observed`` collects the parameters seen."""
+
+    def __init__(self, targets: Sequence[Target], add: Callable[[Target, torch.Tensor], None]):
+        super().__init__()
+        self._add = add
+        self._groups: dict[str, list[Target]] = {}
+        for t in targets:
+            self._groups.setdefault(t.param_name, []).append(t)
+        self._storages: dict[int, tuple[str, torch.Tensor]] = {}  # storage pointer -> (param name, its tensor)
+        self._copies: dict[int, tuple[str, torch.Tensor]] = {}  # the same for this pass's copies (held alive)
+        for name, group in self._groups.items():
+            param = group[0].parameter
+            if not param.is_contiguous():
+                raise ValueError(f"{name} is not contiguous: its experts' slices cannot be told apart")
+            self._storages[param.untyped_storage().data_ptr()] = (name, param)
+        self.observed: set[str] = set()
+
+    def _target(self, w: torch.Tensor, reads_columns: bool) -> Target | None:
+        """The target whose matrix ``w`` is, or None. ``reads_columns``: the call contracts ``x``
+        with ``w``'s columns (F.linear) rather than its rows (matmul)."""
+        if not isinstance(w, torch.Tensor) or w.ndim != 2:
+            return None
+        pointer = w.untyped_storage().data_ptr()
+        found = self._storages.get(pointer) or self._copies.get(pointer)
+        if found is None:
+            return None
+        name, param = found
+        group = self._groups[name]
+        first = group[0]
+        rows, columns = (param.shape[0], param.shape[1]) if first.expert is None else expert_view(param, first.experts).shape[1:]
+        if tuple(w.shape) == (rows, columns) and w.stride() == (columns, 1):
+            transposed = not reads_columns  # as stored
+        elif tuple(w.shape) == (columns, rows) and w.stride() == (1, columns):
+            transposed = reads_columns  # a transposed view
+        else:
+            raise RuntimeError(f"{name} is read as a matrix of shape {tuple(w.shape)}, not one expert's {(rows, columns)}")
+        index = (w.storage_offset() - param.storage_offset()) // (rows * columns)
+        target = group[index] if first.expert is not None else first
+        if transposed != target.transposed:
+            raise RuntimeError(f"{target.name} is read with its {'rows' if transposed else 'columns'} as inputs, "
+                               f"but mathneuro laid it out the other way: its statistics would index the wrong axis")
+        self.observed.add(name)
+        return target
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func in _LINEAR or func in _MATMUL:
+            x = args[0] if args else kwargs.get("input")
+            w = args[1] if len(args) > 1 else kwargs.get("weight", kwargs.get("other"))
+            target = self._target(w, reads_columns=func in _LINEAR)
+            if target is not None:
+                self._add(target, x)
+        elif func in _COPIES and args and isinstance(out, torch.Tensor) and out is not args[0]:
+            source = self._storages.get(args[0].untyped_storage().data_ptr()) if isinstance(args[0], torch.Tensor) else None
+            if source is not None and source[1] is args[0]:  # a dtype/device copy of the whole parameter
+                self._copies[out.untyped_storage().data_ptr()] = (source[0], out)
+        return out
+
+    def end_pass(self) -> None:
+        self._copies.clear()
+
+
+@contextmanager
+def eager_experts(model: nn.Module) -> Iterator[None]:
+    """transformers 5 runs fused experts with grouped matmuls over all experts at once; for the
+    block, its eager implementation, which reads one expert's matrix per call."""
+    config = getattr(model, "config", None)
+    before = getattr(config, "_experts_implementation", None)
+    switch = hasattr(model, "set_experts_implementation") and before not in (None, "eager")
+    if switch:
+        model.set_experts_implementation("eager")
+    try:
+        yield
+    finally:
+        if switch:
+            model.set_experts_implementation(before)
 
 
 def _tokenize(tokenizer, texts: Sequence[str], max_length: int) -> tuple[list[list[int]], list[bool]]:
@@ -226,7 +353,10 @@ def collect_prefix_statistics(
     # The decoder runs without the LM head (its logits are never used): an untied head among the
     # targets reads the decoder's last hidden state, fed to its accumulator after each batch.
     head = next((t for t in targets if t.module is untied_head(model)), None)
-    hooks = [(t.module, "pre", acc.input_hook(t.name)) for t in targets if t is not head]
+    hooks = [(t.module, "pre", acc.input_hook(t)) for t in targets if t is not head and not t.functional]
+    functional = [t for t in targets if t.functional]
+    if any(t.routed for t in targets):
+        batch_size = 1  # an expert's rows carry no sample: one sample per pass (module docstring)
     if lape:
         activations = mlp_activations(model)
         if not activations:
@@ -238,22 +368,33 @@ def collect_prefix_statistics(
     pad_id = next((i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id) if i is not None), 0)
     body = getattr(model, "base_model", model)  # the decoder without the LM head: logits unused
     embed_device = model.get_input_embeddings().weight.device
+    observer = _FunctionalInputs(functional, acc.add) if functional else None
     results, n_tokens, done = {}, 0, 0
-    with scoped_hooks(hooks), torch.inference_mode():
+    with ExitStack() as scope:
+        scope.enter_context(scoped_hooks(hooks))
+        scope.enter_context(torch.inference_mode())
+        if observer is not None:
+            scope.enter_context(eager_experts(model))
+            scope.enter_context(observer)
         for start, stop in zip([0, *sizes[:-1]], sizes):
             for input_ids, attention in _batches(ids[start:stop], batch_size, pad_id):
                 acc.token_mask = attention.float()
                 out = body(input_ids=input_ids.to(embed_device), attention_mask=attention.to(embed_device),
                            use_cache=False)
                 if head is not None:
-                    acc.input_hook(head.name)(head.module, (out[0],))  # (batch, pos, hidden)
+                    acc.add(head, out[0])  # (batch, pos, hidden)
                 acc.end_batch()
+                if observer is not None:
+                    observer.end_pass()
                 n_tokens += int(attention.sum())
                 done += len(input_ids)
                 if progress is not None:
                     progress(done, len(ids))
-            results[stop] = _snapshot(acc, model, stop, n_tokens, sum(truncated[:stop]), max_length)
-            results[stop].layout = {t.name: {"param": t.param_name, "transposed": t.transposed} for t in targets}
+            results[stop] = _snapshot(acc, model, targets, stop, n_tokens, sum(truncated[:stop]), max_length)
+    if observer is not None:
+        missed = sorted({t.param_name for t in functional} - observer.observed)
+        if missed:
+            raise RuntimeError(f"no linear map read {missed[:3]} during collection: mathneuro cannot see their inputs")
     return results
 
 
@@ -262,8 +403,8 @@ def mlp_activations(model: nn.Module) -> dict[str, nn.Module]:
     return {n: m for n, m in model.named_modules() if _MLP_ACTIVATION.search(f".{n}")}
 
 
-def _snapshot(acc: _Accumulator, model: nn.Module, n_samples: int, n_tokens: int, n_truncated: int,
-              max_length: int) -> ActivationStats:
+def _snapshot(acc: _Accumulator, model: nn.Module, targets: Sequence[Target], n_samples: int, n_tokens: int,
+              n_truncated: int, max_length: int) -> ActivationStats:
     """The statistics of everything accumulated so far (copies: accumulation may go on)."""
     statistic = acc.statistic
     stats = {name: (vec.sqrt() if statistic == "wanda" else vec.clone()).cpu() for name, vec in acc.sums.items()}
@@ -278,5 +419,7 @@ def _snapshot(acc: _Accumulator, model: nn.Module, n_samples: int, n_tokens: int
         n_truncated=n_truncated,
         lape_counts={k: v.clone().cpu() for k, v in acc.lape_counts.items()},
         metadata={"model": type(model).__name__, "max_length": str(max_length),
-                  "model_parameters": str(sum(p.numel() for p in model.parameters()))},
+                  "model_parameters": str(sum(p.numel() for p in model.parameters())),
+                  "unscored": json.dumps(unscored(model, targets))},  # block matrices left out on purpose
+        layout={t.name: t.layout() for t in targets},
     )

@@ -18,8 +18,8 @@ multiplying it by a factor scales the neuron's output by exactly that factor; th
 multiplies gate, up and down weights, about factor^3 on the output (README).
 
 The entropy is taken over every data set in ``stats`` at once (Tang et al. and the authors' code
-pass all; the workflow passes the skill and one control, one set per control); ``top_rate`` is
-the workflow's K.
+pass all, as does the workflow); ``top_rate`` is the workflow's K. Models that route tokens to
+experts get a clear error: LAPE on experts' neurons is not implemented.
 """
 
 from __future__ import annotations
@@ -94,6 +94,11 @@ def lape_mask(
 ) -> ParameterMask:
     """Mask over the output weights of the MLP neurons LAPE finds specific to data set ``target``,
     the entropy taken over every data set in ``stats``."""
+    targets = list(targets) if targets is not None else find_targets(model)
+    experts = sorted({t.param_name for t in targets if t.routed})
+    if experts:
+        raise ValueError(f"LAPE counts the neurons of dense MLP blocks; {type(model).__name__} routes tokens to experts "
+                         f"({experts[0]}, ...), whose neurons mathneuro does not count: drop lape from methods")
     if target not in stats:
         raise ValueError(f"LAPE target data set {target!r} is not among {sorted(stats)}")
     sets = list(stats)
@@ -101,7 +106,6 @@ def lape_mask(
     specific = specific_neurons(
         probs, top_rate=top_rate, filter_rate=filter_rate, activation_bar_ratio=activation_bar_ratio
     )[..., sets.index(target)]  # (layers, d_mlp)
-    targets = list(targets) if targets is not None else find_targets(model)
     masks = {t.param_name: torch.zeros(t.weight.shape, dtype=torch.bool) for t in targets}
     for act_name, neurons in zip(names, specific):
         t, axis = _output_weights(targets, act_name.rsplit(".", 1)[0], neurons.numel())

@@ -1,7 +1,8 @@
 """Parameter masks: which entries of which weight matrices a method selected.
 
 A ``ParameterMask`` maps parameter names (as in ``model.named_parameters()``) to boolean tensors
-of the weight's shape. Set algebra (``-``, ``&``, ``|``) works entry-wise on masks over the same
+of the weight's shape (a fused expert weight's mask is 3-D, or holds its experts' matrices
+stacked; ``experts`` says how many a parameter holds). Set algebra (``-``, ``&``, ``|``) works entry-wise on masks over the same
 shapes. On disk a mask costs one bit per parameter: each matrix is bit-packed (numpy
 ``packbits``, big-endian bit order) into a uint8 safetensors entry; shapes and provenance live in
 the safetensors metadata.
@@ -23,17 +24,21 @@ from mathneuro import provenance
 
 _SHAPES_KEY = "mathneuro.shapes"
 _PROVENANCE_KEY = "mathneuro.provenance"
+_EXPERTS_KEY = "mathneuro.experts"
 
 
 class ParameterMask(Mapping[str, torch.Tensor]):
     """Read-only mapping from parameter name to a bool tensor of that parameter's shape."""
 
-    def __init__(self, masks: Mapping[str, torch.Tensor], provenance: Mapping | None = None):
+    def __init__(self, masks: Mapping[str, torch.Tensor], provenance: Mapping | None = None,
+                 experts: Mapping[str, int] | None = None):
         for name, mask in masks.items():
             if mask.dtype != torch.bool:
                 raise TypeError(f"mask for {name!r} has dtype {mask.dtype}, expected torch.bool")
         self._masks = dict(masks)
         self.provenance: dict = dict(provenance or {})
+        # fused expert weights: parameter -> number of experts' matrices it holds (TopK units)
+        self.experts: dict[str, int] = {n: int(e) for n, e in (experts or {}).items() if n in self._masks}
 
     # Mapping protocol -------------------------------------------------------------------------
     def __getitem__(self, name: str) -> torch.Tensor:
@@ -69,7 +74,7 @@ class ParameterMask(Mapping[str, torch.Tensor]):
             return NotImplemented
         self.check_shapes(other.shapes, what="the other mask")
         combined = {name: fn(mask, other[name].to(mask.device)) for name, mask in self.items()}
-        return ParameterMask(combined, {"op": op, "left": self.provenance, "right": other.provenance})
+        return ParameterMask(combined, {"op": op, "left": self.provenance, "right": other.provenance}, self.experts)
 
     def __sub__(self, other: ParameterMask) -> ParameterMask:
         return self._combine(other, "difference", lambda a, b: a & ~b)
@@ -129,6 +134,7 @@ class ParameterMask(Mapping[str, torch.Tensor]):
         metadata = {
             _SHAPES_KEY: json.dumps(self.shapes),
             _PROVENANCE_KEY: json.dumps(self.provenance, sort_keys=True, default=str),
+            **({_EXPERTS_KEY: json.dumps(self.experts, sort_keys=True)} if self.experts else {}),
             provenance.KEY: json.dumps(provenance.fingerprint()),  # which code made it
         }
         save_file(packed, str(path), metadata=metadata)
@@ -146,23 +152,29 @@ class ParameterMask(Mapping[str, torch.Tensor]):
             numel = int(np.prod(shape, dtype=np.int64))
             bits = np.unpackbits(packed.numpy(), count=numel).astype(bool)
             masks[name] = torch.from_numpy(bits).reshape(shape)
-        return cls(masks, json.loads(metadata.get(_PROVENANCE_KEY, "{}")))
+        return cls(masks, json.loads(metadata.get(_PROVENANCE_KEY, "{}")), json.loads(metadata.get(_EXPERTS_KEY, "{}")))
 
 
 def random_like(mask: ParameterMask, seed: int) -> ParameterMask:
     """Random baseline: in every matrix, exactly as many entries as ``mask``, placed uniformly.
 
-    Each matrix draws from its own stream seeded by ``(seed, crc32(name))``, so the result does
-    not depend on the order or the set of other matrices.
+    Each matrix draws from its own stream seeded by ``(seed, crc32(name))`` (an expert's matrix
+    of a fused weight: ``(seed, crc32(name), expert)``), so the result does not depend on the
+    order or the set of other matrices.
     """
     masks = {}
     for name, selected in mask.items():
-        count, numel = int(selected.sum()), selected.numel()
-        rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
-        flat = np.zeros(numel, dtype=bool)
-        flat[rng.choice(numel, size=count, replace=False)] = True
-        masks[name] = torch.from_numpy(flat).reshape(selected.shape)
-    return ParameterMask(masks, {"op": "random_like", "seed": seed, "like": mask.provenance})
+        experts = mask.experts.get(name)
+        units = [selected.reshape(-1)] if experts is None else list(selected.reshape(experts, -1))
+        drawn = []
+        for unit, matrix in enumerate(units):
+            count, numel = int(matrix.sum()), matrix.numel()
+            key = [seed, zlib.crc32(name.encode())] + ([] if experts is None else [unit])
+            flat = np.zeros(numel, dtype=bool)
+            flat[np.random.default_rng(key).choice(numel, size=count, replace=False)] = True
+            drawn.append(flat)
+        masks[name] = torch.from_numpy(np.concatenate(drawn)).reshape(selected.shape)
+    return ParameterMask(masks, {"op": "random_like", "seed": seed, "like": mask.provenance}, mask.experts)
 
 
 def overlap(a: ParameterMask, b: ParameterMask) -> dict[str, float]:

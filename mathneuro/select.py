@@ -3,7 +3,8 @@ identification step: the skill's top-K set minus each control's (``specific``, `
 
 Scopes:
 
-* ``"matrix"`` (the paper's): in each weight matrix, the ``int(numel * fraction)`` largest scores.
+* ``"matrix"`` (the paper's): in each weight matrix, the ``int(numel * fraction)`` largest scores
+  (each expert's matrix of a fused expert weight is a matrix of its own).
 * ``"row"`` (Wanda's): in each output row, the ``int(in_features * fraction)`` largest scores.
 * ``"global"``: the ``int(total * fraction)`` largest scores over all target matrices.
 
@@ -24,7 +25,7 @@ from torch import nn
 
 from mathneuro.collect import ActivationStats
 from mathneuro.masks import ParameterMask
-from mathneuro.targets import Target, find_targets, importance
+from mathneuro.targets import Target, expert_view, find_targets, importance
 
 SCOPES = ("matrix", "row", "global")
 
@@ -76,20 +77,33 @@ def _top_k_rows(scores: torch.Tensor, k: int) -> torch.Tensor:
     return mask | (ties & (ties.cumsum(1) <= room))
 
 
+def _assemble(chosen: Iterator[tuple[Target, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Parameter masks from each target's matrix mask: an expert's fills its slice of the fused
+    weight's mask."""
+    masks: dict[str, torch.Tensor] = {}
+    for t, mask in chosen:
+        if t.expert is None:
+            masks[t.param_name] = mask.cpu()
+            continue
+        if t.param_name not in masks:
+            masks[t.param_name] = torch.zeros(t.parameter.shape, dtype=torch.bool)
+        expert_view(masks[t.param_name], t.experts)[t.expert] = mask.cpu()
+    return masks
+
+
 def _matrix_scope(targets, stats, fraction) -> dict[str, torch.Tensor]:
-    return {
-        t.param_name: top_k_flat(s.flatten(), int(s.numel() * fraction)).view(s.shape).cpu()
-        for t, s in _scores(targets, stats)
-    }
+    return _assemble(
+        (t, top_k_flat(s.flatten(), int(s.numel() * fraction)).view(s.shape)) for t, s in _scores(targets, stats)
+    )
 
 
 def _row_scope(targets, stats, fraction) -> dict[str, torch.Tensor]:
-    masks = {}
-    for t, s in _scores(targets, stats):
+    def rows_of(t, s):
         rows = s.T if t.transposed else s  # (out, in): one row per output unit
         chosen = _top_k_rows(rows, int(t.in_features * fraction))
-        masks[t.param_name] = (chosen.T if t.transposed else chosen).contiguous().cpu()
-    return masks
+        return chosen.T if t.transposed else chosen
+
+    return _assemble((t, rows_of(t, s)) for t, s in _scores(targets, stats))
 
 
 def _bits(scores: torch.Tensor) -> torch.Tensor:
@@ -119,17 +133,20 @@ def _global_scope(targets, stats, fraction) -> dict[str, torch.Tensor]:
     total = sum(t.weight.numel() for t in targets)
     k = int(total * fraction)
     if k == 0:
-        return {t.param_name: torch.zeros(t.weight.shape, dtype=torch.bool) for t in targets}
+        return _assemble((t, torch.zeros(t.weight.shape, dtype=torch.bool)) for t in targets)
     threshold, ties_left = _global_threshold(targets, stats, k)
-    masks = {}
-    for t, s in _scores(targets, stats):
-        bits = _bits(s)
-        mask = bits > threshold
-        ties = (bits == threshold).nonzero().squeeze(1)[:ties_left]
-        mask[ties] = True
-        ties_left -= len(ties)
-        masks[t.param_name] = mask.view(s.shape).cpu()
-    return masks
+
+    def chosen():
+        nonlocal ties_left
+        for t, s in _scores(targets, stats):
+            bits = _bits(s)
+            mask = bits > threshold
+            ties = (bits == threshold).nonzero().squeeze(1)[:ties_left]
+            mask[ties] = True
+            ties_left -= len(ties)
+            yield t, mask.view(s.shape)
+
+    return _assemble(chosen())
 
 
 _SCOPE_FUNCTIONS = {"matrix": _matrix_scope, "row": _row_scope, "global": _global_scope}
@@ -162,7 +179,7 @@ def top_k(
         "n_samples": stats.n_samples,
         "stats": stats.metadata,
     }
-    return ParameterMask(masks, provenance)
+    return ParameterMask(masks, provenance, {t.param_name: t.experts for t in targets if t.experts is not None})
 
 
 def specific(skill_top: ParameterMask, *control_tops: ParameterMask) -> ParameterMask:

@@ -5,6 +5,7 @@ import json
 import torch
 
 from mathneuro import collect_statistics, find_targets, mlp_activations
+from mathneuro.targets import unscored
 from mathneuro.data import load_texts
 from mathneuro.logs import log_to
 from mathneuro.models import go_offline, load_model
@@ -17,6 +18,8 @@ with log_to(snakemake.log[0]) as log:
     texts = load_texts(params.spec, local_data=params.local_data)  # data errors surface before the model loads
     model, tokenizer = load_model(**params.model)
     targets = find_targets(model, **params.targets)
+    for name, shape in unscored(model, targets).items():  # left out by the config's patterns, on purpose
+        log.info("not scored: %s %s", name, shape)
     lape = bool(mlp_activations(model))  # always counted where possible: adding LAPE reruns no collection
     log.info("%d texts, %d target matrices, statistic %s, LAPE counts %s", len(texts), len(targets), params.statistic, lape)
     stats = collect_statistics(
