@@ -200,7 +200,7 @@ def find_targets(
         raise ValueError(
             f"{type(model).__name__} has weights inside its decoder blocks that mathneuro cannot score: "
             f"{unreadable[:5]}{' ...' if len(unreadable) > 5 else ''}. Leave them out on purpose with an exclude "
-            "pattern (identification.targets.exclude), or narrow the include patterns."
+            "pattern (the workflow config's identification.exclude), or narrow the include patterns."
         )
     head = untied_head(model) if untied_lm_head else None
     if head is not None and id(head.weight) not in seen:
