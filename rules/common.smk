@@ -11,7 +11,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from mathneuro.analyses import FIGURES, REPORT_CATEGORIES, TABLES
-from mathneuro.configs import compose
+from mathneuro.configs import check_data, compose, lm_eval_task_names, unknown_tasks
 from mathneuro.data import config_names, local_entry, split_names, validate_spec
 from mathneuro.methods import METHODS, NO_CONTROL, control_sets
 from mathneuro.methods import controls as method_controls
@@ -435,6 +435,48 @@ def synthetic_tasks(trained=False):
     return sorted(
         t for t, sizes in tasks.items() if sizes["n_train"] > 0 or not trained
     )
+
+
+def synthetic_files():
+    """The data files rule synthetic_data writes, each with a record like its first (None: the
+    split has no records), standing in for the file until it is written."""
+    from mathneuro.synthetic import generate
+
+    made = {}
+    section = config.get("synthetic", {})
+    for task, sizes in section.get("tasks", {}).items():
+        splits = generate(
+            task,
+            n_train=min(sizes["n_train"], 1),
+            n_test=min(sizes["n_test"], 1),
+            seed=section["seed"],
+        )
+        for split, records in splits.items():
+            made[f"{R}/data/synthetic/{task}/{split}.jsonl"] = (
+                records[0] if records else None
+            )
+    return made
+
+
+def check_inputs():
+    """What the config names outside itself, before any job and whatever is already computed
+    (mathneuro.configs): the data files and their template fields, and the suites' tasks.
+    """
+    used = {name: config["datasets"][name] for name in DATASETS}  # unused specs read nothing
+    problems = check_data(used, config["local_data"], synthetic_files())
+    lm_eval_tasks = [
+        t for s in EVAL["suites"].values() for t in s["tasks"] if not is_toy_task(t)
+    ]
+    if lm_eval_tasks:
+        known = lm_eval_task_names(EVAL["include_path"])
+        problems += unknown_tasks(
+            EVAL["suites"], lambda t: is_toy_task(t) or t in known
+        )
+    if problems:
+        config_error("\n  ".join(problems))
+
+
+check_inputs()
 
 
 # Evaluation --------------------------------------------------------------------------------------

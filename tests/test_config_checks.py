@@ -1,0 +1,231 @@
+"""Checks of what a config names outside itself, made before any job (mathneuro.configs): data
+files, template fields and the suites' lm-eval tasks; then the same on a finished study, where a
+config Snakemake cannot build must fail the dry run rather than leave the old tables standing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from dag import ALWAYS, fake_finished_run, planned, snakemake, write_config
+
+from mathneuro.configs import check_data, lm_eval_cache_file, lm_eval_task_names, unknown_tasks
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = REPO / "tests" / "configs" / "tiny.yaml"
+
+RECORD = {"question": "2 + 3?", "answer": "5"}
+
+
+def jsonl(path: Path, *records) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+def files(tmp: Path) -> dict[str, str]:
+    """Data files of every kind, each holding RECORD (or nothing: empty, a folder without files)."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "empty.jsonl").touch()
+    (tmp / "no_header.csv").write_text("2 + 3?,5\n")
+    (tmp / "header.csv").write_text("question,answer\n2 + 3?,5\n")
+    pd.DataFrame([RECORD]).to_parquet(tmp / "one.parquet")
+    (tmp / "empty_dir").mkdir()
+    (tmp / "release").mkdir()
+    (tmp / "release" / "a.csv").write_text("x")
+    return {
+        "json": jsonl(tmp / "one.jsonl", RECORD),
+        "array": str((tmp / "array.json").write_text(json.dumps([RECORD])) and tmp / "array.json"),
+        "glob": jsonl(tmp / "parts" / "a_test.jsonl", RECORD).replace("a_test", "*_test"),
+        "empty": str(tmp / "empty.jsonl"),
+        "missing": str(tmp / "nowhere" / "none.jsonl"),
+        "csv": str(tmp / "no_header.csv"),
+        "csv header": str(tmp / "header.csv"),
+        "parquet": str(tmp / "one.parquet"),
+        "empty dir": str(tmp / "empty_dir"),
+        "release": str(tmp / "release"),
+        "hub": jsonl(tmp / "hub" / "algebra" / "train.jsonl", {"problem": "x?", "solution": "y"}),
+    }
+
+
+T = "Question: {question}\nAnswer: {answer}"
+MADE = "results/data/synthetic/math/train.jsonl"
+
+# (spec or local_data by file key, made files) -> the words the one message names; None: no problem
+DATA_CASES = {
+    "json file": ({"source": "json", "path": "json", "template": T}, None),
+    "JSON array": ({"source": "json", "path": "array", "template": T}, None),
+    "glob": ({"source": "json", "path": "glob", "template": T}, None),
+    "subject of a file record": ({"source": "json", "path": "glob", "template": "{subject}: {question}"}, None),
+    "csv with columns": ({"source": "csv", "path": "csv", "columns": ["question", "answer"], "template": T}, None),
+    "csv with a header": ({"source": "csv", "path": "csv header", "template": T}, None),
+    "parquet": ({"source": "parquet", "path": "parquet", "template": T}, None),
+    "missing file": ({"source": "json", "path": "missing", "template": T}, ["datasets.d.path", "none.jsonl", "does not exist"]),
+    "empty file": ({"source": "json", "path": "empty", "template": T}, ["datasets.d.path", "empty.jsonl", "is empty"]),
+    "glob matching nothing": ({"source": "csv", "path": "nothing*", "template": T}, ["datasets.d.path", "nothing*", "matches no file"]),
+    "missing template field": ({"source": "json", "path": "json", "template": "{questionx}"},
+                               ["datasets.d.template", "'questionx'", "one.jsonl"]),
+    "missing field in csv": ({"source": "csv", "path": "csv", "columns": ["q", "a"], "template": "{question} {a}"},
+                             ["datasets.d.template", "'question'", "no_header.csv"]),
+    "missing field in parquet": ({"source": "parquet", "path": "parquet", "template": "{text}"},
+                                 ["datasets.d.template", "'text'", "one.parquet"]),
+    "missing id field": ({"source": "json", "path": "json", "template": T, "id_field": "uid"},
+                         ["datasets.d.id_field", "'uid'"]),
+    "a file the workflow writes": ({"source": "json", "path": MADE, "template": T}, None),
+    "its missing field": ({"source": "json", "path": MADE, "template": "{questionx}"}, ["'questionx'", MADE]),
+    "written without records": ({"source": "json", "path": "results/data/synthetic/math_reworded/train.jsonl",
+                                 "template": T}, ["math_reworded/train.jsonl", "without records"]),
+    "hub data set without local copy": ({"source": "hf", "path": "openai/gsm8k", "name": "main", "template": "{x}"}, None),
+    "local copy": ({"source": "hf", "path": "hendrycks", "name": "algebra", "template": "{problem} {solution}"}, None),
+    "local copy, missing field": ({"source": "hf", "path": "hendrycks", "name": "algebra", "template": "{question}"},
+                                  ["datasets.d.template", "'question'", "train.jsonl"]),
+    "local copy of a config it lacks": ({"source": "hf", "path": "hendrycks", "name": ["algebra", "geometry"],
+                                         "template": "{problem}"}, ["local_data.hendrycks.files.train", "geometry"]),
+    "local copy without the split": ({"source": "hf", "path": "hendrycks", "name": "algebra", "split": "test",
+                                      "template": "{problem}"}, ["datasets.d", "split 'test'"]),
+}
+
+LOCAL_CASES = {
+    "release folder": ({"mmlu": {"mmlu_release": "release", "aliases": ["cais/mmlu"]}}, None),
+    "missing release folder": ({"mmlu": {"mmlu_release": "missing"}}, ["local_data.mmlu.mmlu_release", "none.jsonl"]),
+    "empty release folder": ({"mmlu": {"mmlu_release": "empty dir"}}, ["local_data.mmlu.mmlu_release", "empty folder"]),
+    "missing file": ({"gsm": {"files": {"train": "missing", "test": "json"}}}, ["local_data.gsm.files.train", "none.jsonl"]),
+    "empty file in a list": ({"gsm": {"files": {"test": ["json", "empty"]}}}, ["local_data.gsm.files.test", "is empty"]),
+    "a name pattern nothing matches": ({"x": {"files": {"test": "{dir}/nothing/{name}.jsonl"}}},
+                                       ["local_data.x.files.test", "matches no file"]),
+}
+
+
+def resolve(value, paths: dict[str, str], tmp: Path):
+    """A case's file keys replaced by their paths (a pattern's folder by tmp)."""
+    if isinstance(value, str):
+        if value in paths:
+            return paths[value]
+        return value.replace("{dir}", str(tmp)) if "{dir}" in value else (str(tmp / value) if "*" in value else value)
+    if isinstance(value, list):
+        return [resolve(v, paths, tmp) for v in value]
+    return value
+
+
+def made_files():
+    return {MADE: dict(RECORD, id="train:0", target=5), "results/data/synthetic/math_reworded/train.jsonl": None}
+
+
+@pytest.mark.parametrize("case", DATA_CASES)
+def test_a_data_spec_names_readable_files_and_fields_of_its_first_record(tmp_path, case):
+    spec, named = DATA_CASES[case]
+    paths = files(tmp_path)
+    spec = {key: resolve(value, paths, tmp_path) if key == "path" else value for key, value in spec.items()}
+    hub = str(Path(paths["hub"]).parent.parent / "{name}" / "train.jsonl")
+    local = {"hendrycks": {"files": {"train": hub}}}
+    problems = check_data({"d": spec}, local if spec["source"] == "hf" else {}, made_files())
+    if named is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1, problems
+        assert all(word in problems[0] for word in named), problems[0]
+
+
+@pytest.mark.parametrize("case", LOCAL_CASES)
+def test_every_file_local_data_names_exists_and_is_not_empty(tmp_path, case):
+    local, named = LOCAL_CASES[case]
+    paths = {**files(tmp_path), "missing": str(tmp_path / "nowhere" / "none.jsonl")}
+    local = {hub: {key: ({s: resolve(p, paths, tmp_path) for s, p in value.items()} if key == "files"
+                         else resolve(value, paths, tmp_path)) for key, value in entry.items()}
+             for hub, entry in local.items()}
+    problems = check_data({}, local)
+    if named is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and all(word in problems[0] for word in named), problems
+
+
+def test_every_unknown_task_of_every_suite_is_named():
+    suites = {"a": {"tasks": ["gsm8k_cot", "no_such_task"]}, "b": {"tasks": ["toy_math", "mmlu_typo"]}}
+    problems = unknown_tasks(suites, {"gsm8k_cot", "toy_math"}.__contains__)
+    assert len(problems) == 2
+    assert "evaluation.suites.a.tasks" in problems[0] and "'no_such_task'" in problems[0]
+    assert "evaluation.suites.b.tasks" in problems[1] and "'mmlu_typo'" in problems[1]
+
+
+def test_lm_evals_names_are_read_from_the_cache_and_a_users_tasks_are_added(tmp_path):
+    cache = lm_eval_cache_file(tmp_path)
+    assert cache.parent == tmp_path and "lm_eval_tasks-" in cache.name
+    cache.write_text(json.dumps(["planted_task"]))  # a cache is trusted: lm-eval is not indexed
+    assert lm_eval_task_names(cache_dir=tmp_path) == {"planted_task"}
+    user = tmp_path / "user_tasks"
+    user.mkdir()
+    (user / "mine.yaml").write_text("task: my_own_task\ndataset_path: json\noutput_type: loglikelihood\n"
+                                    "doc_to_text: q\ndoc_to_target: a\n")
+    assert lm_eval_task_names(str(user), cache_dir=tmp_path) == {"planted_task", "my_own_task"}
+
+
+# --- The workflow: bad input fails the dry run before any job, in a finished study too -------------
+
+
+def extra_control(c, path="nowhere/none.jsonl", template="{q}"):
+    c["datasets"]["extra"] = {"source": "json", "path": path, "template": template}
+    c["identification"]["controls"] = [*c["identification"]["controls"], "extra"]
+
+
+BAD = {
+    "a control whose file does not exist": (extra_control, "nowhere/none.jsonl"),
+    "a template field not in the data": (lambda c: c["datasets"]["math"].update(template="{questionx} {answer}"),
+                                         "'questionx'"),
+    "a task lm-eval does not know": (lambda c: c["evaluation"]["suites"].update(lm={"tasks": ["no_such_lm_eval_task"]}),
+                                     "'no_such_lm_eval_task'"),
+}
+
+
+@pytest.fixture(scope="module")
+def finished_tiny(tmp_path_factory):
+    """A finished tiny study (faked: every output there, recorded by Snakemake) and its jobs."""
+    workdir = tmp_path_factory.mktemp("finished_tiny")
+    jobs = fake_finished_run(workdir, TINY)
+    assert planned(workdir, TINY) == []
+    return workdir, jobs
+
+
+def stamps(workdir: Path) -> dict[str, int]:
+    return {str(p.relative_to(workdir)): p.stat().st_mtime_ns for p in (workdir / "results").rglob("*")}
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("fresh", [False, True], ids=["finished", "fresh"])
+@pytest.mark.parametrize("case", BAD)
+def test_a_config_that_cannot_be_built_fails_the_dry_run_naming_what_is_missing(finished_tiny, tmp_path, case, fresh):
+    from mathneuro.configs import compose
+
+    change, named = BAD[case]
+    config = compose([TINY])
+    change(config)
+    configfile = write_config(tmp_path / "bad.yaml", config)
+    workdir = tmp_path / "fresh" if fresh else finished_tiny[0]
+    before = stamps(workdir) if not fresh else {}
+    done = snakemake(workdir, configfile, "-n", check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0 and named in output, output[-2000:]
+    assert "Nothing to be done" not in output
+    assert stamps(workdir) == before if not fresh else not (workdir / "results").exists()
+
+
+@pytest.mark.workflow
+def test_a_control_whose_file_exists_plans_exactly_the_new_work(finished_tiny, tmp_path):
+    from mathneuro.configs import compose
+
+    workdir, jobs = finished_tiny
+    data = workdir / "data" / "extra.jsonl"
+    jsonl(data, *({"q": f"Who wrote note {i}?", "a": "Ann"} for i in range(4)))
+    config = compose([TINY])
+    extra_control(config, path="data/extra.jsonl", template="{q}\nAnswer: {a}")
+    configfile = write_config(tmp_path / "extra.yaml", config)
+    finished = {f for job in jobs for f in job.outputs}
+    every = planned(workdir, configfile, "--forceall")
+    expected = {j for j in every if j.rule in ALWAYS or j.outputs - finished}
+    got = planned(workdir, configfile)
+    assert set(got) == expected
+    rules = {j.rule for j in got}
+    assert {"collect_activations", "top_k", "difference", "evaluate"} <= rules
+    assert all("extra" in str(j.outputs) for j in got if j.rule not in ALWAYS | {"lape_mask", "difference_all"})
