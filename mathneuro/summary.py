@@ -1,0 +1,214 @@
+"""A study's own numbers in the README's layout, printed from its tables.
+
+``python -m mathneuro.summary results/tables/toy`` prints, as Markdown, the pruning table at each K
+(the unedited model, then every method and control: the set's size and the mean accuracy over the
+repeats on every task), the scaling and data-efficiency tables in the same layout, and the
+consistency of two identifications. Every number comes from the study's ``*_summary.parquet``
+tables (means over the repeats), so a reader compares their own run with the README's like with
+like: training drifts across machines, and the README's tables are one machine's run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+# A task's metric, first found: exact match of the toy and GSM8K, accuracy of multiple choice.
+METRICS = ("exact_match,none", "exact_match,strict-match", "exact_match,flexible-extract", "acc,none")
+TASK_LABELS = {"toy_math": "math", "toy_math_reworded": "reworded math", "toy_reading": "reading",
+               "toy_facts": "facts"}
+METHOD_ORDER = ("mathneuro", "random", "wanda", "lape", "mathneuro_all")
+
+
+def pick_metric(metrics: Sequence[str]) -> str:
+    """The metric a task is reported by: the first of METRICS it has, else its first by name."""
+    return next((m for m in METRICS if m in metrics), sorted(metrics)[0])
+
+
+def task_label(task: str) -> str:
+    return TASK_LABELS.get(task, task)
+
+
+def percent(value: float, digits: int = 1) -> str:
+    return "" if pd.isna(value) else f"{100 * value:.{digits}f}"
+
+
+def set_label(method: str, control: str, skill: str, k: str, k_fraction: float) -> str:
+    """How the README names a set: 'MathNeuro (math − reading)', 'Wanda (top 5% on math)'..."""
+    share = f"{100 * k_fraction:g}%"
+    if method == "mathneuro":
+        return f"MathNeuro ({skill} − {control})"
+    if method == "mathneuro_all":
+        return f"MathNeuro-all ({skill} − {' ∪ '.join(control.split('+'))})"
+    if method == "random":
+        return f"random, same count per matrix ({control})"
+    if method == "wanda":
+        return f"Wanda (top {share} on {skill})"
+    if method == "lape":
+        return f"LAPE (top_rate {share}, {skill} against {control})"
+    return f"{method} ({control})"
+
+
+def _ordered(pairs) -> list[tuple[str, str]]:
+    rank = {m: i for i, m in enumerate(METHOD_ORDER)}
+    return sorted(pairs, key=lambda mc: (rank.get(mc[0], len(rank)), mc[0], mc[1]))
+
+
+def variant_table(summary: pd.DataFrame, share: pd.DataFrame | None = None, *, k: str, edit: str,
+                  n_samples: int | None = None, skill: str = "math", hidden_size: int | None = None,
+                  base_row: bool = True) -> pd.DataFrame:
+    """One row per set (method, control) of an edit analysis' summary at one K, edit and sample
+    count: its size and the mean value per task in percent (strings, as printed); first the
+    unedited model's row (``base_row``). ``share``: the share summary, for the sizes; with
+    ``hidden_size``, LAPE's size also counts its neurons (d_model weights each)."""
+    rows = summary[(summary["k"] == k) & (summary["edit"] == edit)]
+    if n_samples is None:
+        n_samples = int(rows["n_samples"].max())
+    rows = rows[rows["n_samples"] == n_samples]
+    if rows.empty:
+        raise ValueError(f"no rows at k={k!r}, edit={edit!r}, n_samples={n_samples}")
+    order = {t: i for i, t in enumerate(TASK_LABELS)}  # the README's order; other tasks by name
+    tasks = sorted(dict.fromkeys(rows["task"]), key=lambda t: (order.get(t, len(order)), t))
+    metric = {t: pick_metric(list(rows.loc[rows["task"] == t, "metric"].unique())) for t in tasks}
+    rows = rows[rows["metric"] == rows["task"].map(metric)]
+    columns = ["set", "size", *(task_label(t) for t in tasks)]
+    out = []
+    if base_row:
+        base = rows.drop_duplicates("task").set_index("task")["base_value_mean"]
+        out.append(["none", "", *(percent(base[t]) for t in tasks)])
+    k_fraction = float(rows["k_fraction"].iloc[0])
+    for method, control in _ordered(rows[["method", "control"]].drop_duplicates().itertuples(index=False)):
+        mine = rows[(rows["method"] == method) & (rows["control"] == control)].set_index("task")["value_mean"]
+        out.append([set_label(method, control, skill, k, k_fraction),
+                    set_size(share, method, control, k, n_samples, hidden_size),
+                    *(percent(mine.get(t, float("nan"))) for t in tasks)])
+    return pd.DataFrame(out, columns=columns)
+
+
+def set_size(share: pd.DataFrame | None, method: str, control: str, k: str, n_samples: int,
+             hidden_size: int | None = None) -> str:
+    """'7,467 (1.52% of the matrices)': the set's mean size over the repeats, or '' unknown."""
+    if share is None:
+        return ""
+    row = share[(share["method"] == method) & (share["control"] == control) & (share["k"] == k)
+                & (share["n_samples"] == n_samples)]
+    if row.empty:
+        return ""
+    selected, of_targets = float(row["selected_mean"].iloc[0]), float(row["share_of_targets_mean"].iloc[0])
+    text = f"{selected:,.0f} ({100 * of_targets:.2f}% of the matrices"
+    if method == "lape" and hidden_size:
+        text += f", {selected / hidden_size:g} neurons"
+    return text + ")"
+
+
+def consistency_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Jaccard / overlap rate of two independent identifications, per control and sample count."""
+    pivot = summary.pivot_table(index=["control", "n_samples"], columns="metric", values="value_mean")
+    out = pivot.reset_index()
+    return pd.DataFrame({"control": out["control"], "n": out["n_samples"].astype(int),
+                         "Jaccard": out["jaccard"].map(lambda v: f"{v:.2f}"),
+                         "overlap rate": out["overlap_rate"].map(lambda v: f"{v:.2f}")})
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def _read(folder: Path, name: str) -> pd.DataFrame | None:
+    path = folder / f"{name}_summary.parquet"
+    return pd.read_parquet(path) if path.is_file() else None
+
+
+def _hidden_size(folder: Path, model: str) -> int | None:
+    """The model's d_model, from the checkpoint the workflow built (results/models/<model>)."""
+    config = folder.parent.parent / "models" / model / "config.json"
+    try:
+        return int(json.loads(config.read_text())["hidden_size"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return cpu
+
+
+def report(folder: str | Path, skill: str | None = None) -> str:
+    """Every section, as Markdown, of the study whose tables are in ``folder``."""
+    folder = Path(folder)
+    pruning, share = _read(folder, "pruning"), _read(folder, "share")
+    if pruning is None:
+        raise FileNotFoundError(f"{folder}/pruning_summary.parquet: not a study's tables folder")
+    if skill is None:  # the skill is in the MathNeuro sets' labels only through the tasks
+        skill = "math"
+    model = str(pruning["model"].iloc[0])
+    hidden = _hidden_size(folder, model)
+    written = datetime.fromtimestamp((folder / "pruning_summary.parquet").stat().st_mtime, timezone.utc)
+    repeats = int(pruning["n_repeats"].max())
+    parts = [f"Tables: `{folder}` (model {model}), written {written:%Y-%m-%d %H:%M} UTC; printed on "
+             f"{_machine()}. Values: % of the test items, means of {repeats} repeats."]
+
+    def ks(table):
+        return list(dict.fromkeys(table.sort_values("k_fraction")["k"]))
+
+    def k_text(table, k):
+        return f"K = {100 * float(table.loc[table['k'] == k, 'k_fraction'].iloc[0]):g}% per matrix"
+
+    for k in ks(pruning):
+        for edit in dict.fromkeys(pruning["edit"]):
+            frame = variant_table(pruning, share, k=k, edit=edit, skill=skill, hidden_size=hidden)
+            parts.append(f"Pruned ({edit}), {k_text(pruning, k)}:\n\n{markdown(frame)}")
+    scaling = _read(folder, "scaling")
+    if scaling is not None and len(scaling):
+        for k in ks(scaling):
+            for edit in dict.fromkeys(scaling["edit"]):
+                frame = variant_table(scaling, share, k=k, edit=edit, skill=skill, hidden_size=hidden)
+                parts.append(f"Scaled ({edit}), {k_text(scaling, k)}:\n\n{markdown(frame)}")
+    efficiency = _read(folder, "data_efficiency")
+    if efficiency is not None and len(efficiency):
+        for k in ks(efficiency):
+            for edit in dict.fromkeys(efficiency["edit"]):
+                frames = []
+                for n in sorted(efficiency["n_samples"].dropna().unique()):
+                    frame = variant_table(efficiency, share, k=k, edit=edit, n_samples=int(n), skill=skill,
+                                          base_row=not frames)
+                    frame.insert(0, "n", [""] * (not frames) + [str(int(n))] * (len(frame) - (not frames)))
+                    frames.append(frame)
+                table = pd.concat(frames, ignore_index=True)
+                parts.append(f"Data efficiency ({edit}), {k_text(efficiency, k)}, sets found from n samples of each data set:"
+                             f"\n\n{markdown(table)}")
+    consistency = _read(folder, "consistency")
+    if consistency is not None and len(consistency):
+        parts.append(f"Consistency of two identifications:\n\n{markdown(consistency_table(consistency))}")
+    return "\n\n".join(parts) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mathneuro.summary", description=__doc__.split("\n\n")[0])
+    parser.add_argument("tables", help="a study's tables folder, e.g. results/tables/toy")
+    parser.add_argument("--skill", default=None, help="the skill's data set label (default: math)")
+    args = parser.parse_args(argv)
+    try:
+        sys.stdout.write(report(args.tables, args.skill))
+    except (FileNotFoundError, ValueError) as err:
+        print(f"mathneuro.summary: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,118 @@
+"""python -m mathneuro.summary: a study's own numbers in the README's layout, from its tables."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from mathneuro.summary import pick_metric, report, set_label, variant_table
+from mathneuro.tables import EVAL_MEASURES, summarize
+
+TASKS = {"toy_math": "exact_match,none", "toy_math_reworded": "exact_match,none", "toy_reading": "acc,none",
+         "toy_facts": "acc,none"}
+BASE = {"toy_math": 0.91, "toy_math_reworded": 0.915, "toy_reading": 1.0, "toy_facts": 0.95}
+# (method, control) -> per seed, per task value (seed 0, seed 1); sizes (selected per seed)
+SETS = {
+    ("mathneuro", "reading"): ([0.30, 0.27], [0.17, 0.18], [1.0, 1.0], [0.93, 0.936]),
+    ("random", "reading"): ([0.91, 0.91], [0.87, 0.866], [1.0, 0.996], [0.95, 0.946]),
+    ("wanda", "none"): ([0.0, 0.0], [0.0, 0.0], [0.74, 0.74], [0.66, 0.66]),
+    ("lape", "reading"): ([0.91, 0.91], [0.89, 0.89], [1.0, 1.0], [0.95, 0.95]),
+}
+SIZES = {("mathneuro", "reading"): [7400, 7534], ("random", "reading"): [7400, 7534], ("wanda", "none"): [24570] * 2,
+         ("lape", "reading"): [384, 384]}
+TARGETS = 491_520
+
+
+def pruning_table() -> pd.DataFrame:
+    rows = []
+    for (method, control), values in SETS.items():
+        for k, fraction, scale in (("5pct", 0.05, 1.0), ("1pct", 0.01, 0.5)):
+            for seed in (0, 1):
+                for (task, metric), per_seed in zip(TASKS.items(), values):
+                    value = per_seed[seed] if k == "5pct" else BASE[task] * scale
+                    common = {"model": "toy", "method": method, "control": control, "k": k, "k_fraction": fraction,
+                              "edit": "x0", "factor": 0.0, "n_samples": 500, "seed": seed, "suite": "toy",
+                              "task": task, "stderr": 0.03, "base_value": BASE[task]}
+                    rows.append({**common, "metric": metric, "value": value})
+                    if metric.startswith("acc"):  # a second metric, which the layout does not report
+                        rows.append({**common, "metric": "acc_norm,none", "value": 0.5})
+    table = pd.DataFrame(rows)
+    table["change"] = table["value"] - table["base_value"]
+    table["relative_change"] = table["change"] / table["base_value"]
+    return table
+
+
+def share_table() -> pd.DataFrame:
+    rows = [{"model": "toy", "method": method, "control": control, "k": k, "k_fraction": fraction, "n_samples": 500,
+             "seed": seed, "selected": size[seed] // (5 if k == "1pct" else 1), "target_parameters": TARGETS,
+             "model_parameters": 620_000}
+            for (method, control), size in SIZES.items() for k, fraction in (("5pct", 0.05), ("1pct", 0.01))
+            for seed in (0, 1)]
+    table = pd.DataFrame(rows)
+    table["share_of_targets"] = table["selected"] / table["target_parameters"]
+    table["share_of_model"] = table["selected"] / table["model_parameters"]
+    return table
+
+
+def summaries():
+    pruning = summarize(pruning_table(), EVAL_MEASURES)
+    share = summarize(share_table(), ["selected", "target_parameters", "model_parameters", "share_of_targets",
+                                      "share_of_model"])
+    return pruning, share
+
+
+EXPECTED_5PCT = [
+    ["none", "", "91.0", "91.5", "100.0", "95.0"],
+    ["MathNeuro (math − reading)", "7,467 (1.52% of the matrices)", "28.5", "17.5", "100.0", "93.3"],
+    ["random, same count per matrix (reading)", "7,467 (1.52% of the matrices)", "91.0", "86.8", "99.8", "94.8"],
+    ["Wanda (top 5% on math)", "24,570 (5.00% of the matrices)", "0.0", "0.0", "74.0", "66.0"],
+    ["LAPE (top_rate 5%, math against reading)", "384 (0.08% of the matrices, 3 neurons)", "91.0", "89.0", "100.0",
+     "95.0"],
+]
+
+
+def test_the_pruning_table_is_the_readmes_layout_means_of_the_repeats():
+    pruning, share = summaries()
+    frame = variant_table(pruning, share, k="5pct", edit="x0", hidden_size=128)
+    assert list(frame.columns) == ["set", "size", "math", "reworded math", "reading", "facts"]
+    assert frame.values.tolist() == EXPECTED_5PCT
+
+
+@pytest.mark.parametrize(
+    ("metrics", "chosen"),
+    [
+        (["acc,none", "acc_norm,none"], "acc,none"),
+        (["exact_match,flexible-extract", "exact_match,strict-match"], "exact_match,strict-match"),
+        (["bleu,none", "chrf,none"], "bleu,none"),
+    ],
+)
+def test_a_task_is_reported_by_one_metric(metrics, chosen):
+    assert pick_metric(metrics) == chosen
+
+
+def test_mathneuro_all_names_every_control():
+    assert set_label("mathneuro_all", "mmlu+race", "gsm8k", "5pct", 0.05) == "MathNeuro-all (gsm8k − mmlu ∪ race)"
+
+
+def test_the_command_prints_every_k_from_a_tables_folder(tmp_path):
+    pruning, share = summaries()
+    folder = tmp_path / "results" / "tables" / "toy"
+    folder.mkdir(parents=True)
+    pruning.to_parquet(folder / "pruning_summary.parquet")
+    share.to_parquet(folder / "share_summary.parquet")
+    models = tmp_path / "results" / "models" / "toy"
+    models.mkdir(parents=True)
+    (models / "config.json").write_text('{"hidden_size": 128}')
+    text = report(folder)
+    assert text.index("K = 1% per matrix") < text.index("K = 5% per matrix")  # smallest K first
+    table = text.split("K = 5% per matrix:\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert table[0] == "| set | size | math | reworded math | reading | facts |"
+    assert table[2:] == ["| " + " | ".join(row) + " |" for row in EXPECTED_5PCT]
+    assert "means of 2 repeats" in text
+    done = subprocess.run([sys.executable, "-m", "mathneuro.summary", str(folder)], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == text
+    missing = subprocess.run([sys.executable, "-m", "mathneuro.summary", str(tmp_path)], capture_output=True, text=True)
+    assert missing.returncode == 1 and "pruning_summary.parquet" in missing.stderr
