@@ -168,16 +168,13 @@ def report(folder: str | Path, skill: str | None = None) -> str:
     def k_text(table, k):
         return f"K = {100 * float(table.loc[table['k'] == k, 'k_fraction'].iloc[0]):g}% per matrix"
 
-    for k in ks(pruning):
-        for edit in dict.fromkeys(pruning["edit"]):
-            frame = variant_table(pruning, share, k=k, edit=edit, skill=skill, hidden_size=hidden)
-            parts.append(f"Pruned ({edit}), {k_text(pruning, k)}:\n\n{markdown(frame)}")
-    scaling = _read(folder, "scaling")
-    if scaling is not None and len(scaling):
-        for k in ks(scaling):
-            for edit in dict.fromkeys(scaling["edit"]):
-                frame = variant_table(scaling, share, k=k, edit=edit, skill=skill, hidden_size=hidden)
-                parts.append(f"Scaled ({edit}), {k_text(scaling, k)}:\n\n{markdown(frame)}")
+    for label, table in (("Pruned", pruning), ("Scaled", _read(folder, "scaling"))):
+        if table is None or not len(table):
+            continue
+        for k in ks(table):
+            for edit in dict.fromkeys(table["edit"]):
+                frame = variant_table(table, share, k=k, edit=edit, skill=skill, hidden_size=hidden)
+                parts.append(f"{label} ({edit}), {k_text(table, k)}:\n\n{markdown(frame)}")
     efficiency = _read(folder, "data_efficiency")
     if efficiency is not None and len(efficiency):
         for k in ks(efficiency):
