@@ -438,7 +438,7 @@ def synthetic_tasks(trained=False):
 
 
 def synthetic_files():
-    """The data files rule synthetic_data writes, each with a record like its first (None: the
+    """The data files that synthetic_data writes, each with a record like its first (None: the
     split has no records), standing in for the file until it is written."""
     from mathneuro.synthetic import generate
 
