@@ -300,3 +300,58 @@ def lm_eval_task_names(include_path: str | None = None, cache_dir: str | Path | 
 
         names |= set(TaskManager(include_path=include_path, include_defaults=False).task_index)
     return frozenset(names)
+
+
+def bpb_datasets(tasks: Iterable[str]) -> list[str]:
+    """The data sets of a suite's ``bpb_<data set>`` tasks (mathneuro.evaluate.bpb_task_config)."""
+    from mathneuro.evaluate import BPB_PREFIX
+
+    return [t[len(BPB_PREFIX):] for t in tasks if t.startswith(BPB_PREFIX)]
+
+
+def bpb_problems(suites: Mapping[str, Mapping[str, Any]], datasets: Mapping[str, Mapping[str, Any]],
+                 split: str) -> list[str]:
+    """Each ``bpb_<data set>`` task must name a data set whose held-out texts (``split``) are not
+    the ones its sets are identified on (mathneuro.evaluate.heldout_spec)."""
+    from mathneuro.evaluate import heldout_spec
+
+    problems = []
+    for label, suite in suites.items():
+        for dataset in bpb_datasets(suite["tasks"]):
+            key = f"evaluation.suites.{label}: bpb_{dataset}"
+            if dataset not in datasets:
+                problems.append(f"{key} names no data set; datasets are {sorted(datasets)}")
+                continue
+            try:
+                heldout_spec(datasets[dataset], split)
+            except ValueError as err:
+                problems.append(f"{key}: {err}")
+    return problems
+
+
+def gguf_problems(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Each model spec naming a ``gguf`` file: ``path`` a folder or hub repository, and a file in a
+    local folder must exist and hold an architecture transformers reads (mathneuro.gguf.check_gguf).
+    A hub file is checked the same way by its dequantize_gguf job, first thing."""
+    problems = []
+    for label, spec in models.items():
+        if not spec.get("gguf"):
+            continue
+        key = f"models.{label}"
+        if spec["path"] in ("toy", "random"):
+            problems.append(f"{key}: `gguf` needs a local folder or a hub repository as `path`, not {spec['path']!r}")
+            continue
+        if not Path(spec["path"]).is_dir():
+            continue  # a hub repository
+        file = Path(spec["path"]) / spec["gguf"]
+        if not file.is_file():
+            problems.append(f"{key}: GGUF file {file} does not exist (SmolLM2-135M-Instruct's: "
+                            "bash ci/fetch_smollm2.sh; README, A real model on a laptop)")
+            continue
+        from mathneuro.gguf import check_gguf
+
+        try:
+            check_gguf(file)
+        except ValueError as err:
+            problems.append(f"{key}: {err}")
+    return problems

@@ -117,6 +117,68 @@ def write_task_yamls(test_paths: Mapping[str, str | Path], out_dir: str | Path) 
     return written
 
 
+BPB_PREFIX = "bpb_"
+
+
+def is_bpb_task(task: str) -> bool:
+    """``bpb_<data set>``: bits per byte of a data set's held-out texts (``bpb_task_config``)."""
+    return task.startswith(BPB_PREFIX)
+
+
+def heldout_spec(spec: Mapping[str, Any], split: str) -> dict:
+    """The data set spec of ``spec``'s held-out texts, every record in order: hub and synthetic
+    specs read ``split`` instead of their identification split (ValueError if it is the same);
+    file specs are read as they are."""
+    held = {key: value for key, value in spec.items() if key not in ("n", "seed", "replace")}
+    if spec["source"] in ("hf", "synthetic"):
+        if split in str(spec.get("split") or "train").split("+"):
+            raise ValueError(f"held-out split {split!r} is the data set's identification split "
+                             f"({spec.get('split')!r}): its bits per byte would be measured on the "
+                             "texts the sets were found on")
+        held["split"] = split
+    return held
+
+
+def bpb_task_config(name: str, data_path: str | Path) -> dict:
+    """lm-eval task: the rolling log-likelihood of each text (``loglikelihood_rolling``, the whole
+    text scored, as Wanda and LAPE measure perplexity per corpus), metric ``bits_per_byte``
+    (lower is better). Records hold ``text``."""
+    return {
+        **_dataset_fields(name, data_path),
+        "output_type": "loglikelihood_rolling",
+        "doc_to_text": "",
+        "doc_to_target": "{{text}}",
+        "metric_list": [{"metric": "bits_per_byte", "aggregation": "bits_per_byte", "higher_is_better": False}],
+        "metadata": {"version": 1.0},
+    }
+
+
+def write_bpb_tasks(specs: Mapping[str, Mapping[str, Any]], out_dir: str | Path, *, split: str = "test",
+                    local_data: Mapping[str, Any] | None = None, seed: int = 0) -> dict[str, int]:
+    """For each data set label -> spec, ``{out_dir}/bpb_<label>.yaml`` and its texts
+    ``bpb_<label>.jsonl``: the spec's held-out records (``heldout_spec``) rendered in its template,
+    in an order shuffled under ``seed`` (so a suite's ``limit`` takes a sample across MMLU's
+    subjects rather than the first subject). Returns the number of texts per task."""
+    import json
+    import random
+
+    from mathneuro.data import load_texts
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for label, spec in specs.items():
+        name = f"{BPB_PREFIX}{label}"
+        texts = list(load_texts(heldout_spec(spec, split), local_data=local_data))
+        random.Random(seed).shuffle(texts)
+        data = out_dir / f"{name}.jsonl"
+        data.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+        (out_dir / f"{name}.yaml").write_text(yaml.safe_dump(bpb_task_config(name, data), sort_keys=False),
+                                              encoding="utf-8")
+        counts[name] = len(texts)
+    return counts
+
+
 def _finite(value: Any) -> float:
     """``float(value)``, with lm-eval's ``"N/A"`` and non-numbers mapped to NaN."""
     try:

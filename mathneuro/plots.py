@@ -172,7 +172,8 @@ def plot_scaling(table: pd.DataFrame, path: str | Path) -> None:
 
 
 def plot_consistency(table: pd.DataFrame, path: str | Path) -> None:
-    """Overlap of two independent identifications against the number of samples (log)."""
+    """Overlap of two independent identifications against the number of samples (log): the
+    skill-specific sets against each control, and each data set's own TopK set (grey)."""
     if table.empty:
         return _empty(path, "consistency results")
     models, metrics = sorted(table["model"].unique()), ["overlap_rate", "jaccard"]
@@ -181,11 +182,13 @@ def plot_consistency(table: pd.DataFrame, path: str | Path) -> None:
         for col, metric in enumerate(metrics):
             ax = axes[row][col]
             rows = table[(table["model"] == model) & (table["metric"] == metric)]
-            for i, (control, group) in enumerate(rows.groupby("control")):
+            for i, ((method, control), group) in enumerate(rows.groupby(["method", "control"])):
+                colour = COLOURS["mathneuro"] if method == "mathneuro" else "0.35"
+                label = f"MathNeuro vs {control}" if method == "mathneuro" else f"TopK({control})"
                 stats = _spread(group, ["n_samples"], "value").sort_values("n_samples")
-                ax.plot(stats["n_samples"], stats["mean"], marker="o", color=COLOURS["mathneuro"],
-                        ls=STYLES[i % len(STYLES)], label=f"MathNeuro vs {control}")
-                ax.fill_between(stats["n_samples"], stats["low"], stats["high"], color=COLOURS["mathneuro"], alpha=0.15)
+                ax.plot(stats["n_samples"], stats["mean"], marker="o", color=colour,
+                        ls=STYLES[i % len(STYLES)], label=label)
+                ax.fill_between(stats["n_samples"], stats["low"], stats["high"], color=colour, alpha=0.15)
             _log_ticks(ax, rows["n_samples"])
             ax.set(ylim=(0, 1.02), xlabel="samples per identification (log)", ylabel=metric.replace("_", " "),
                    title=model if len(models) > 1 else metric.replace("_", " "))

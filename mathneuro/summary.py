@@ -109,10 +109,13 @@ def set_size(share: pd.DataFrame | None, method: str, control: str, k: str, n_sa
 
 
 def consistency_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Jaccard / overlap rate of two independent identifications, per control and sample count."""
-    pivot = summary.pivot_table(index=["control", "n_samples"], columns="metric", values="value_mean")
+    """Jaccard / overlap rate of two independent identifications, per set and sample count: the
+    skill-specific set against each control ("MathNeuro vs <control>") and each data set's own
+    TopK set ("TopK(<data set>)")."""
+    pivot = summary.pivot_table(index=["method", "control", "n_samples"], columns="metric", values="value_mean")
     out = pivot.reset_index()
-    return pd.DataFrame({"control": out["control"], "n": out["n_samples"].astype(int),
+    sets = [f"MathNeuro vs {c}" if m == "mathneuro" else f"TopK({c})" for m, c in zip(out["method"], out["control"])]
+    return pd.DataFrame({"set": sets, "n": out["n_samples"].astype(int),
                          "Jaccard": out["jaccard"].map(lambda v: f"{v:.2f}"),
                          "overlap rate": out["overlap_rate"].map(lambda v: f"{v:.2f}")})
 

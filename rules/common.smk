@@ -11,7 +11,15 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from mathneuro.analyses import FIGURES, REPORT_CATEGORIES, TABLES
-from mathneuro.configs import check_data, compose, lm_eval_task_names, unknown_tasks
+from mathneuro.configs import (
+    bpb_datasets,
+    bpb_problems,
+    check_data,
+    compose,
+    gguf_problems,
+    lm_eval_task_names,
+    unknown_tasks,
+)
 from mathneuro.data import config_names, local_entry, split_names, validate_spec
 from mathneuro.methods import METHODS, NO_CONTROL, control_sets
 from mathneuro.methods import controls as method_controls
@@ -68,6 +76,11 @@ def canonical(value):
 
 def is_toy_task(task):
     return task.startswith("toy_")
+
+
+def is_generated_task(task):
+    """Tasks whose YAML the workflow writes: toy_<synthetic task>, bpb_<data set>."""
+    return is_toy_task(task) or task.startswith("bpb_")
 
 
 def check_config():
@@ -250,6 +263,10 @@ def consistency_path(model, skill, control, n):
     return f"{R}/{model}/consistency/{skill}/{control}/n{n}.parquet"
 
 
+def topk_consistency_path(model, dataset, n):
+    return f"{R}/{model}/topk_consistency/{dataset}/n{n}.parquet"
+
+
 def suite_dir(suite):
     return f"{R}/tasks/{suite}"
 
@@ -273,14 +290,27 @@ def model_config(model):
 
 
 def model_dir(model):
-    """Local folder of a model the workflow builds (toy, random), else None."""
-    built = model_config(model)["path"] in ("toy", "random")
+    """Local folder of a model the workflow builds (toy, random, dequantized GGUF), else None."""
+    cfg = model_config(model)
+    built = cfg["path"] in ("toy", "random") or cfg.get("gguf")
     return f"{R}/models/{model}" if built else None
 
 
+def gguf_file(wildcards):
+    """A GGUF model's file when `path` is a local folder (a hub file is fetched by its job)."""
+    cfg = model_config(wildcards.model)
+    folder = Path(cfg["path"])
+    return [str(folder / cfg["gguf"])] if folder.is_dir() else []
+
+
 def models_built_as(kind):
-    """Wildcard constraint: the labels of the models whose path is `kind` (toy, random)."""
-    labels = [m for m, c in config["models"].items() if c["path"] == kind]
+    """Wildcard constraint: the labels of the models whose path is `kind` (toy, random), or that
+    name a GGUF file (kind "gguf")."""
+    labels = [
+        m
+        for m, c in config["models"].items()
+        if (bool(c.get("gguf")) if kind == "gguf" else c["path"] == kind)
+    ]
     return "|".join(map(re.escape, labels)) or "(?!)"
 
 
@@ -462,15 +492,22 @@ def check_inputs():
     """What the config names outside itself, before any job and whatever is already computed
     (mathneuro.configs): the data files and their template fields, and the suites' tasks.
     """
-    used = {name: config["datasets"][name] for name in DATASETS}  # unused specs read nothing
+    used = {
+        name: config["datasets"][name] for name in DATASETS
+    }  # unused specs read nothing
     problems = check_data(used, config["local_data"], synthetic_files())
+    problems += gguf_problems(config["models"])
+    problems += bpb_problems(EVAL["suites"], config["datasets"], EVAL["heldout_split"])
     lm_eval_tasks = [
-        t for s in EVAL["suites"].values() for t in s["tasks"] if not is_toy_task(t)
+        t
+        for s in EVAL["suites"].values()
+        for t in s["tasks"]
+        if not is_generated_task(t)
     ]
     if lm_eval_tasks:
         known = lm_eval_task_names(EVAL["include_path"])
         problems += unknown_tasks(
-            EVAL["suites"], lambda t: is_toy_task(t) or t in known
+            EVAL["suites"], lambda t: is_generated_task(t) or t in known
         )
     if problems:
         config_error("\n  ".join(problems))
@@ -480,6 +517,33 @@ check_inputs()
 
 
 # Evaluation --------------------------------------------------------------------------------------
+
+
+def bpb_inputs(wildcards):
+    """The held-out files a suite's bpb_<data set> tasks read: a file spec's own, or the local
+    copy of a hub data set's held-out split."""
+    from mathneuro.evaluate import heldout_spec
+
+    files = []
+    for dataset in bpb_datasets(EVAL["suites"][wildcards.suite]["tasks"]):
+        spec = heldout_spec(config["datasets"][dataset], EVAL["heldout_split"])
+        if spec["source"] in ("json", "csv", "parquet"):
+            files += existing_or_globbed(spec["path"])
+        elif spec["source"] == "hf" and (key := local_key(spec["path"])):
+            files += local_inputs(key, config_names(spec), split_names(spec["split"]))
+    return files
+
+
+def bpb_params(wildcards):
+    """What the suite's bpb tasks are made from: their data sets' specs and the held-out split."""
+    datasets = bpb_datasets(EVAL["suites"][wildcards.suite]["tasks"])
+    if not datasets:
+        return {}
+    return {
+        "specs": {d: canonical(config["datasets"][d]) for d in datasets},
+        "split": EVAL["heldout_split"],
+        "local_data": LOCAL_DATA,
+    }
 
 
 def suite(wildcards):
@@ -586,9 +650,15 @@ def counts_files(model):
 
 
 def consistency_files(model):
+    """The overlaps of independent draws: of the skill-specific sets against each control, and of
+    every data set's own TopK set."""
     return [
         consistency_path(model, SKILL, c, n)
         for c in CONTROLS
+        for n in CONSISTENCY["n_samples"]
+    ] + [
+        topk_consistency_path(model, d, n)
+        for d in DATASETS
         for n in CONSISTENCY["n_samples"]
     ]
 

@@ -47,10 +47,12 @@ rule mmlu_records:
 
 
 rule suite_tasks:
-    """The lm-eval task YAMLs one suite evaluates: the toy tasks, and lm-eval's own tasks
+    """The lm-eval task YAMLs one suite evaluates: the toy tasks, the bits per byte of data sets'
+    held-out texts (bpb_<data set>), and lm-eval's own tasks
     included unchanged with their data redirected to local copies (mathneuro.tasks)."""
     input:
         unpack(suite_inputs),
+        bpb=bpb_inputs,
     output:
         directory(suite_dir("{suite}")),
     log:
@@ -66,5 +68,6 @@ rule suite_tasks:
     params:
         tasks=lambda wc: EVAL["suites"][wc.suite]["tasks"],
         lm_eval=suite_lm_eval,
+        bpb=bpb_params,
     script:
         "../workflow_scripts/suite_tasks.py"

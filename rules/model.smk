@@ -1,6 +1,6 @@
-"""Models the workflow builds: `toy` (trained on the synthetic tasks) and `random` (random weights
-of a given architecture, with a tokenizer trained on the identification texts); and, on request,
-an edited model exported as a checkpoint."""
+"""Models the workflow builds: `toy` (trained on the synthetic tasks), `random` (random weights
+of a given architecture, with a tokenizer trained on the identification texts) and a GGUF file
+dequantized; and, on request, an edited model exported as a checkpoint."""
 
 
 rule train_toy_model:
@@ -55,6 +55,35 @@ rule random_model:
         local_data=LOCAL_DATA,
     script:
         "../workflow_scripts/random_model.py"
+
+
+rule dequantize_gguf:
+    """Once per model: its GGUF checkpoint dequantized into a Hugging Face folder (safetensors),
+    which every later job reads as any local checkpoint."""
+    input:
+        gguf_file,
+    output:
+        directory(f"{R}/models/{{model}}"),
+    log:
+        "logs/dequantize_gguf/{model}.log",
+    benchmark:
+        f"{R}/benchmarks/dequantize_gguf/{{model}}.tsv"
+    wildcard_constraints:
+        model=models_built_as("gguf"),
+    conda:
+        "../envs/mathneuro.yaml"
+    threads: 1
+    resources:
+        gpu=0,
+        mem_mb=weights_job_mem_mb,
+        runtime=runtime_min(30),
+    params:
+        path=lambda wc: model_config(wc.model)["path"],
+        file=lambda wc: model_config(wc.model)["gguf"],
+        revision=lambda wc: model_config(wc.model)["revision"],
+        offline=config["offline"],
+    script:
+        "../workflow_scripts/dequantize_gguf.py"
 
 
 rule export_model:

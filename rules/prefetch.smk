@@ -33,7 +33,7 @@ rule prefetch:
             t
             for s in EVAL["suites"].values()
             for t in s["tasks"]
-            if not is_toy_task(t)
+            if not is_generated_task(t)
         ],
         include_path=EVAL["include_path"],
     script:

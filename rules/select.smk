@@ -137,7 +137,8 @@ rule lape_mask:
 
 
 rule consistency:
-    """Overlap of MathNeuro sets identified from independent draws of n samples."""
+    """Overlap of MathNeuro sets (against one control) identified from independent draws of n
+    samples."""
     input:
         lambda wc: [
             mask_path(
@@ -163,7 +164,42 @@ rule consistency:
         fraction=K[CONSISTENCY["k"]],
         labels=lambda wc: {
             "model": wc.model,
+            "method": "mathneuro",
             "control": wc.control,
+            "n_samples": int(wc.n),
+        },
+    script:
+        "../workflow_scripts/consistency.py"
+
+
+rule topk_consistency:
+    """Overlap of one data set's TopK sets identified from independent draws of n samples
+    (labelled as TopK counts are: method "topk", control = the data set)."""
+    input:
+        lambda wc: [
+            topk_path(wc.model, wc.dataset, wc.n, s, CONSISTENCY["k"])
+            for s in CONSISTENCY["seeds"]
+        ],
+    output:
+        topk_consistency_path("{model}", "{dataset}", "{n}"),
+    log:
+        "logs/topk_consistency/{model}/{dataset}/n{n}.log",
+    benchmark:
+        f"{R}/benchmarks/topk_consistency/{{model}}/{{dataset}}/n{{n}}.tsv"
+    conda:
+        "../envs/mathneuro.yaml"
+    threads: 1
+    resources:
+        mem_mb=weights_job_mem_mb,
+        runtime=runtime_min(2),
+    params:
+        seeds=CONSISTENCY["seeds"],
+        k=CONSISTENCY["k"],
+        fraction=K[CONSISTENCY["k"]],
+        labels=lambda wc: {
+            "model": wc.model,
+            "method": "topk",
+            "control": wc.dataset,
             "n_samples": int(wc.n),
         },
     script:

@@ -73,3 +73,14 @@ def tiny_gpt2(vocab_size: int, seed: int = 0) -> GPT2LMHeadModel:
 def model(request, tokenizer):
     build = tiny_llama if request.param == "llama" else tiny_gpt2
     return build(len(tokenizer))
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """The tiny workflow (tests/configs/tiny.yaml) run for real once, for every test that reads a
+    finished run (tests/test_workflow.py, tests/test_resume.py); tests copy it before changing it."""
+    from dag import snakemake
+
+    workdir = tmp_path_factory.mktemp("workflow")
+    snakemake(workdir, REPO / "tests" / "configs" / "tiny.yaml", "--cores", "2")
+    return workdir

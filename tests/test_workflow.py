@@ -27,10 +27,8 @@ MODEL_CONFIGS = sorted((REPO / "configs" / "models").glob("*.yaml"))
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
-    workdir = tmp_path_factory.mktemp("workflow")
-    snakemake(workdir, TINY, "--cores", "2")
-    return workdir
+def run(tiny_run) -> Path:
+    return tiny_run  # conftest.py: one real run for the whole session
 
 
 def table(run: Path, name: str, summary: bool = False) -> pd.DataFrame:
@@ -136,8 +134,16 @@ def test_against_a_single_control_the_union_set_is_mathneuros(run):
 
 
 def test_consistency_table_has_overlap_per_sample_count(run):
+    """Per sample count: the skill-specific sets against each control, and every data set's TopK."""
+    config = compose([TINY])
     consistency = table(run, "consistency")
-    assert set(consistency["n_samples"]) == {2, 8}
+    ident = config["identification"]
+    expected = {("mathneuro", c) for c in ident["controls"]} | {
+        ("topk", d) for d in [ident["skill"], *ident["controls"]]
+    }
+    for n, group in consistency.groupby("n_samples"):
+        assert set(zip(group["method"], group["control"])) == expected, n
+    assert set(consistency["n_samples"]) == set(config["consistency"]["n_samples"])
     assert set(consistency["metric"]) == {"jaccard", "overlap_rate", "overlap_coefficient"}
     assert consistency["value"].between(0, 1).all()
     assert ((consistency["seed_a"] == 0) & (consistency["seed_b"] == 1)).all()
@@ -165,7 +171,8 @@ def test_every_output_records_the_code_that_made_it_and_none_is_stale(run):
     from mathneuro import provenance
 
     results = run / "results"
-    for kind in ["toy/stats", "toy/topk", "toy/masks", "toy/counts", "toy/eval", "toy/consistency", "tables/tiny"]:
+    for kind in ["toy/stats", "toy/topk", "toy/masks", "toy/counts", "toy/eval", "toy/consistency", "toy/topk_consistency",
+                 "tables/tiny"]:
         made = list(provenance.outputs(results / kind))
         assert made and all(provenance.read_fingerprint(p) for p in made), kind
     assert provenance.read_fingerprint(results / "models" / "toy" / "mathneuro_code.json")

@@ -1,4 +1,5 @@
-"""Write one suite's lm-eval task folder: toy task YAMLs, and lm-eval's own tasks with local data."""
+"""Write one suite's lm-eval task folder: toy and bits-per-byte task YAMLs, and lm-eval's own tasks
+with local data."""
 
 from mathneuro.evaluate import write_task_yamls
 from mathneuro.logs import log_to
@@ -8,7 +9,14 @@ with log_to(snakemake.log[0]) as log:
     toy = {task[len("toy_"):]: snakemake.input[task] for task in tasks if task.startswith("toy_")}
     for path in write_task_yamls(toy, out):
         log.info("toy task %s", path)
-    others = [task for task in tasks if not task.startswith("toy_")]
+    bpb = snakemake.params.bpb
+    if bpb:
+        from mathneuro.evaluate import write_bpb_tasks
+
+        counts = write_bpb_tasks(bpb["specs"], out, split=bpb["split"], local_data=bpb["local_data"])
+        for name, count in counts.items():
+            log.info("%s: bits per byte of %d held-out texts", name, count)
+    others = [task for task in tasks if not task.startswith(("toy_", "bpb_"))]
     if others:
         from mathneuro.tasks import write_suite
 
