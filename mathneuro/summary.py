@@ -32,12 +32,45 @@ def pick_metric(metrics: Sequence[str]) -> str:
     return next((m for m in METRICS if m in metrics), sorted(metrics)[0])
 
 
+GENERATED = ("toy_", "bpb_")  # tasks the workflow writes, one data set each: never pooled
+PROPORTIONS = ("exact_match", "acc")  # metrics printed in percent; others (bits_per_byte) as they are
+
+
 def task_label(task: str) -> str:
+    if task.startswith("bpb_"):
+        return f"{task[4:]} bits/byte"
     return TASK_LABELS.get(task, task)
 
 
 def percent(value: float, digits: int = 1) -> str:
     return "" if pd.isna(value) else f"{100 * value:.{digits}f}"
+
+
+def formatted(value: float, metric: str) -> str:
+    """A proportion in percent (one decimal), any other measure with three decimals."""
+    if metric.split(",")[0] in PROPORTIONS:
+        return percent(value)
+    return "" if pd.isna(value) else f"{value:.3f}"
+
+
+def columns(tasks: Sequence[str]) -> dict[str, list[str]]:
+    """Label -> tasks of each column: lm-eval subtasks of one family (``mmlu_anatomy``,
+    ``mmlu_nutrition``...) as their unweighted mean, "mmlu (mean of 2)", when the study lists two
+    or more of them; every other task alone, the README's toy tasks first."""
+    order = {t: i for i, t in enumerate(TASK_LABELS)}
+    tasks = sorted(dict.fromkeys(tasks), key=lambda t: (order.get(t, len(order)), t))
+    families: dict[str, list[str]] = {}
+    for task in tasks:
+        if "_" in task and not task.startswith(GENERATED):
+            families.setdefault(task.split("_", 1)[0], []).append(task)
+    out: dict[str, list[str]] = {}
+    for task in tasks:
+        family = families.get(task.split("_", 1)[0], []) if not task.startswith(GENERATED) else []
+        if len(family) > 1:
+            out.setdefault(f"{task.split('_', 1)[0]} (mean of {len(family)})", family)
+        else:
+            out[task_label(task)] = [task]
+    return out
 
 
 def set_label(method: str, control: str, skill: str, k: str, k_fraction: float) -> str:
@@ -65,7 +98,8 @@ def variant_table(summary: pd.DataFrame, share: pd.DataFrame | None = None, *, k
                   n_samples: int | None = None, skill: str = "math", hidden_size: int | None = None,
                   base_row: bool = True) -> pd.DataFrame:
     """One row per set (method, control) of an edit analysis' summary at one K, edit and sample
-    count: its size and the mean value per task in percent (strings, as printed); first the
+    count: its size and the mean value per column (``columns``; proportions in percent, other
+    measures as they are; strings, as printed); first the
     unedited model's row (``base_row``). ``share``: the share summary, for the sizes; with
     ``hidden_size``, LAPE's size also counts its neurons (d_model weights each)."""
     rows = summary[(summary["k"] == k) & (summary["edit"] == edit)]
@@ -74,22 +108,22 @@ def variant_table(summary: pd.DataFrame, share: pd.DataFrame | None = None, *, k
     rows = rows[rows["n_samples"] == n_samples]
     if rows.empty:
         raise ValueError(f"no rows at k={k!r}, edit={edit!r}, n_samples={n_samples}")
-    order = {t: i for i, t in enumerate(TASK_LABELS)}  # the README's order; other tasks by name
-    tasks = sorted(dict.fromkeys(rows["task"]), key=lambda t: (order.get(t, len(order)), t))
-    metric = {t: pick_metric(list(rows.loc[rows["task"] == t, "metric"].unique())) for t in tasks}
+    shown = columns(rows["task"])
+    metric = {t: pick_metric(list(rows.loc[rows["task"] == t, "metric"].unique())) for t in rows["task"].unique()}
     rows = rows[rows["metric"] == rows["task"].map(metric)]
-    columns = ["set", "size", *(task_label(t) for t in tasks)]
+
+    def cells(values: pd.Series) -> list[str]:  # task -> value; a family's mean of its tasks
+        return [formatted(values.reindex(tasks).mean(skipna=False), metric[tasks[0]]) for tasks in shown.values()]
+
     out = []
     if base_row:
-        base = rows.drop_duplicates("task").set_index("task")["base_value_mean"]
-        out.append(["none", "", *(percent(base[t]) for t in tasks)])
+        out.append(["none", "", *cells(rows.drop_duplicates("task").set_index("task")["base_value_mean"])])
     k_fraction = float(rows["k_fraction"].iloc[0])
     for method, control in _ordered(rows[["method", "control"]].drop_duplicates().itertuples(index=False)):
         mine = rows[(rows["method"] == method) & (rows["control"] == control)].set_index("task")["value_mean"]
         out.append([set_label(method, control, skill, k, k_fraction),
-                    set_size(share, method, control, k, n_samples, hidden_size),
-                    *(percent(mine.get(t, float("nan"))) for t in tasks)])
-    return pd.DataFrame(out, columns=columns)
+                    set_size(share, method, control, k, n_samples, hidden_size), *cells(mine)])
+    return pd.DataFrame(out, columns=["set", "size", *shown])
 
 
 def set_size(share: pd.DataFrame | None, method: str, control: str, k: str, n_samples: int,
@@ -118,6 +152,40 @@ def consistency_table(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"set": sets, "n": out["n_samples"].astype(int),
                          "Jaccard": out["jaccard"].map(lambda v: f"{v:.2f}"),
                          "overlap rate": out["overlap_rate"].map(lambda v: f"{v:.2f}")})
+
+
+def share_rows(share: pd.DataFrame) -> pd.DataFrame:
+    """Each set's size at every K: entries, share of the scored matrices, share of all parameters."""
+    rows = share[share["n_samples"] == share["n_samples"].max()].sort_values("k_fraction")
+    out = []
+    for method, control in _ordered(rows[["method", "control"]].drop_duplicates().itertuples(index=False)):
+        for row in rows[(rows["method"] == method) & (rows["control"] == control)].itertuples():
+            out.append([method, control, f"{100 * row.k_fraction:g}%", f"{row.selected_mean:,.0f}",
+                        f"{100 * row.share_of_targets_mean:.2f}", f"{100 * row.share_of_model_mean:.2f}"])
+    return pd.DataFrame(out, columns=["method", "control", "K", "entries", "% of the matrices", "% of all parameters"])
+
+
+def layer_rows(layers: pd.DataFrame, method: str, k: str, bins: int = 6) -> pd.DataFrame:
+    """Where one method's sets lie at K ``k``: per group of consecutive layers and per module type,
+    the share of the set there and the share of those matrices it selects (means over repeats and
+    controls; the largest sample count)."""
+    rows = layers[(layers["method"] == method) & (layers["k"] == k)]
+    rows = rows[rows["n_samples"] == rows["n_samples"].max()]
+    if rows.empty:
+        raise ValueError(f"no {method} sets at k={k!r} in the layers table")
+    controls = rows["control"].nunique()
+    layer = pd.to_numeric(rows["layer"], errors="coerce")
+    count = int(layer.max()) + 1
+    edges = [round(i * count / bins) for i in range(bins + 1)]
+
+    def row(label: str, part: pd.DataFrame) -> list[str]:
+        return [label, f"{100 * part['share_of_selected_mean'].sum() / controls:.1f}",
+                f"{100 * part['selected_mean'].sum() / part['numel_mean'].sum():.2f}"]
+
+    out = [row(f"layers {lo}–{hi - 1}" if hi - lo > 1 else f"layer {lo}", rows[(layer >= lo) & (layer < hi)])
+           for lo, hi in zip(edges, edges[1:]) if hi > lo]
+    out += [row(str(module), part) for module, part in rows.groupby("module", sort=True)]
+    return pd.DataFrame(out, columns=["where", "% of the set", "% of those matrices selected"])
 
 
 def markdown(frame: pd.DataFrame) -> str:
@@ -163,7 +231,8 @@ def report(folder: str | Path, skill: str | None = None) -> str:
     written = datetime.fromtimestamp((folder / "pruning_summary.parquet").stat().st_mtime, timezone.utc)
     repeats = int(pruning["n_repeats"].max())
     parts = [f"Tables: `{folder}` (model {model}), written {written:%Y-%m-%d %H:%M} UTC; printed on "
-             f"{_machine()}. Values: % of the test items, means of {repeats} repeats."]
+             f"{_machine()}. Values: % of the test items (bits per byte as they are: lower is better), "
+             f"means of {repeats} repeats."]
 
     def ks(table):
         return list(dict.fromkeys(table.sort_values("k_fraction")["k"]))
@@ -191,6 +260,14 @@ def report(folder: str | Path, skill: str | None = None) -> str:
                 table = pd.concat(frames, ignore_index=True)
                 parts.append(f"Data efficiency ({edit}), {k_text(efficiency, k)}, sets found from n samples of each data set:"
                              f"\n\n{markdown(table)}")
+    if share is not None and len(share):
+        parts.append(f"Size of the sets:\n\n{markdown(share_rows(share))}")
+    layers = _read(folder, "layers")
+    if layers is not None and len(layers) and (layers["method"] == "mathneuro").any():
+        mathneuro = layers[layers["method"] == "mathneuro"]
+        k = ks(mathneuro)[len(ks(mathneuro)) // 2]  # the median K, as the layers figure
+        parts.append(f"Where the MathNeuro sets lie, {k_text(mathneuro, k)}:\n\n"
+                     f"{markdown(layer_rows(layers, 'mathneuro', k))}")
     consistency = _read(folder, "consistency")
     if consistency is not None and len(consistency):
         parts.append(f"Consistency of two identifications:\n\n{markdown(consistency_table(consistency))}")

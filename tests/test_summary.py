@@ -8,7 +8,7 @@ import sys
 import pandas as pd
 import pytest
 
-from mathneuro.summary import pick_metric, report, set_label, variant_table
+from mathneuro.summary import columns, layer_rows, pick_metric, report, set_label, variant_table
 from mathneuro.tables import EVAL_MEASURES, summarize
 
 TASKS = {"toy_math": "exact_match,none", "toy_math_reworded": "exact_match,none", "toy_reading": "acc,none",
@@ -116,3 +116,48 @@ def test_the_command_prints_every_k_from_a_tables_folder(tmp_path):
     assert done.returncode == 0 and done.stdout == text
     missing = subprocess.run([sys.executable, "-m", "mathneuro.summary", str(tmp_path)], capture_output=True, text=True)
     assert missing.returncode == 1 and "pruning_summary.parquet" in missing.stderr
+
+
+def test_columns_pool_an_lm_eval_family_and_keep_generated_tasks_apart():
+    tasks = ["mmlu_nutrition", "bpb_mmlu", "gsm8k_cot", "mmlu_abstract_algebra", "bpb_gsm8k", "toy_math"]
+    assert columns(tasks) == {
+        "math": ["toy_math"], "gsm8k bits/byte": ["bpb_gsm8k"], "mmlu bits/byte": ["bpb_mmlu"],
+        "gsm8k_cot": ["gsm8k_cot"], "mmlu (mean of 2)": ["mmlu_abstract_algebra", "mmlu_nutrition"],
+    }
+    assert columns(["mmlu_nutrition", "gsm8k_cot"]) == {"gsm8k_cot": ["gsm8k_cot"], "mmlu_nutrition": ["mmlu_nutrition"]}
+
+
+def test_a_family_is_the_mean_of_its_subtasks_and_bits_per_byte_is_not_a_percentage():
+    base = {"gsm8k_cot": ("exact_match,strict-match", 0.05), "mmlu_a": ("acc,none", 0.2),
+            "mmlu_b": ("acc,none", 0.4), "bpb_gsm8k": ("bits_per_byte,none", 0.98)}
+    pruned = {"gsm8k_cot": 0.0, "mmlu_a": 0.3, "mmlu_b": 0.4, "bpb_gsm8k": 1.2346}
+    rows = [{"model": "m", "method": "mathneuro", "control": "mmlu", "k": "5pct", "k_fraction": 0.05, "edit": "x0",
+             "factor": 0.0, "n_samples": 24, "seed": 0, "suite": "s", "task": task, "metric": metric,
+             "value": pruned[task], "stderr": 0.0, "base_value": value}
+            for task, (metric, value) in base.items()]
+    table = pd.DataFrame(rows).assign(change=lambda t: t["value"] - t["base_value"])
+    table["relative_change"] = table["change"] / table["base_value"]
+    frame = variant_table(summarize(table, EVAL_MEASURES), k="5pct", edit="x0", skill="gsm8k")
+    assert list(frame.columns) == ["set", "size", "gsm8k bits/byte", "gsm8k_cot", "mmlu (mean of 2)"]
+    assert frame.values.tolist() == [["none", "", "0.980", "5.0", "30.0"],
+                                     ["MathNeuro (gsm8k − mmlu)", "", "1.235", "0.0", "35.0"]]
+
+
+def test_layer_rows_split_the_set_by_layer_groups_and_module_types():
+    from mathneuro.tables import layer_table
+
+    # 4 layers x 2 modules of 100 entries; the set holds 10 + layer entries of q, 2 of v, per seed
+    counts = pd.DataFrame([{"model": "m", "method": "mathneuro", "control": "c", "k": "5pct", "k_fraction": 0.05,
+                            "n_samples": 8, "seed": seed, "layer": layer, "module": module, "numel": 100,
+                            "selected": (10 + layer if module == "q_proj" else 2)}
+                           for seed in (0, 1) for layer in range(4) for module in ("q_proj", "v_proj")])
+    layers = layer_table(counts)
+    table = summarize(layers, ["selected", "numel", "share_of_matrices", "share_of_selected"])
+    rows = layer_rows(table, "mathneuro", "5pct", bins=2).set_index("where")
+    total = sum(10 + layer + 2 for layer in range(4))
+    assert list(rows.index) == ["layers 0–1", "layers 2–3", "q_proj", "v_proj"]
+    assert rows.loc["layers 0–1", "% of the set"] == f"{100 * (10 + 11 + 4) / total:.1f}"
+    assert rows.loc["layers 2–3", "% of those matrices selected"] == f"{100 * (12 + 13 + 4) / 400:.2f}"
+    assert rows.loc["v_proj", "% of the set"] == f"{100 * 8 / total:.1f}"
+    with pytest.raises(ValueError, match="no wanda sets"):
+        layer_rows(table, "wanda", "5pct")
