@@ -229,3 +229,97 @@ def test_a_control_whose_file_exists_plans_exactly_the_new_work(finished_tiny, t
     rules = {j.rule for j in got}
     assert {"collect_activations", "top_k", "difference", "evaluate"} <= rules
     assert all("extra" in str(j.outputs) for j in got if j.rule not in ALWAYS | {"lape_mask", "difference_all"})
+
+
+# --- bits-per-byte tasks: each names a data set whose held-out split is not its identification split --
+
+BPB_DATASETS = {
+    "none": (["gsm8k_cot", "toy_math"], []),
+    "in order, others skipped": (["bpb_math", "mmlu", "bpb_non_math"], ["math", "non_math"]),
+    "only the prefix counts": (["mmlu_bpb", "bpb_bpb_x"], ["bpb_x"]),
+}
+
+
+@pytest.mark.parametrize("case", BPB_DATASETS)
+def test_the_data_sets_of_a_suites_bpb_tasks(case):
+    from mathneuro.configs import bpb_datasets
+
+    tasks, expected = BPB_DATASETS[case]
+    assert bpb_datasets(tasks) == expected
+
+
+BPB_SETS = {
+    "math": {"source": "hf", "path": "openai/gsm8k", "name": "main", "split": "train", "template": T},
+    "toy": {"source": "synthetic", "task": "math", "n_train": 4, "n_test": 2},  # split train by default
+    "own file": {"source": "json", "path": "held_out.jsonl", "template": T},
+}
+
+# (suites' tasks, held-out split) -> the words each problem names, in order
+BPB_CASES = {
+    "good config": ({"a": ["bpb_math", "bpb_toy", "bpb_own file", "gsm8k_cot"]}, "test", []),
+    "unknown data set": ({"a": ["gsm8k_cot", "bpb_nope"]}, "test",
+                         [["evaluation.suites.a: bpb_nope", "names no data set", "'math'", "'toy'"]]),
+    "held-out split is the identification split": ({"a": ["bpb_math"]}, "train",
+                                                   [["evaluation.suites.a: bpb_math", "'train'", "identification"]]),
+    "a synthetic default split": ({"a": ["bpb_own file"], "b": ["bpb_toy"]}, "train",
+                                  [["evaluation.suites.b: bpb_toy", "'train'", "identification"]]),
+    "every problem of every suite": ({"a": ["bpb_math", "bpb_x"], "b": ["bpb_y"]}, "train",
+                                     [["suites.a: bpb_math", "'train'"], ["suites.a: bpb_x", "names no data set"],
+                                      ["suites.b: bpb_y", "names no data set"]]),
+}
+
+
+@pytest.mark.parametrize("case", BPB_CASES)
+def test_a_bpb_task_names_a_data_set_with_held_out_texts(case):
+    from mathneuro.configs import bpb_problems
+
+    tasks, split, named = BPB_CASES[case]
+    problems = bpb_problems({label: {"tasks": t} for label, t in tasks.items()}, BPB_SETS, split)
+    assert len(problems) == len(named), problems
+    for problem, words in zip(problems, named):
+        assert all(word in problem for word in words), problem
+
+
+# --- GGUF models: a local file must exist and hold an architecture transformers reads -----------------
+
+
+def write_gguf(path: Path, architecture: str) -> None:
+    """A GGUF file whose header names `architecture`, with one small tensor (as tests/test_gguf.py)."""
+    import numpy as np
+    from gguf import GGUFWriter
+
+    writer = GGUFWriter(str(path), architecture)
+    writer.add_tensor("token_embd.weight", np.zeros((2, 4), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+# model spec ("{dir}": a folder holding llama.gguf and rwkv.gguf) -> the words the one problem names; None: none
+GGUF_CASES = {
+    "no gguf": ({"path": "toy"}, None),
+    "toy": ({"path": "toy", "gguf": "m.gguf"}, ["models.m", "`gguf`", "'toy'"]),
+    "random": ({"path": "random", "gguf": "m.gguf"}, ["models.m", "'random'"]),
+    "missing file": ({"path": "{dir}", "gguf": "absent.Q4.gguf"}, ["models.m", "absent.Q4.gguf", "does not exist"]),
+    "an architecture transformers cannot read": ({"path": "{dir}", "gguf": "rwkv.gguf"},
+                                                 ["models.m", "rwkv.gguf", "'rwkv6'"]),
+    "llama": ({"path": "{dir}", "gguf": "llama.gguf"}, None),
+    "a hub repository, checked by its job": ({"path": "HuggingFaceTB/SmolLM2-135M-Instruct-GGUF",
+                                              "gguf": "rwkv.gguf"}, None),
+}
+
+
+@pytest.mark.parametrize("case", GGUF_CASES)
+def test_a_gguf_model_names_a_file_transformers_reads(tmp_path, case):
+    from mathneuro.configs import gguf_problems
+
+    spec, named = GGUF_CASES[case]
+    write_gguf(tmp_path / "llama.gguf", "llama")
+    write_gguf(tmp_path / "rwkv.gguf", "rwkv6")
+    spec = {**spec, "path": spec["path"].replace("{dir}", str(tmp_path)), "size_b": 0.001}
+    problems = gguf_problems({"ok": {"path": str(tmp_path), "gguf": "llama.gguf"}, "m": spec})
+    if named is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and all(word in problems[0] for word in named), problems
