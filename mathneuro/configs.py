@@ -341,15 +341,15 @@ def gguf_problems(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
         if spec["path"] in ("toy", "random"):
             problems.append(f"{key}: `gguf` needs a local folder or a hub repository as `path`, not {spec['path']!r}")
             continue
-        if not Path(spec["path"]).is_dir():
+        from mathneuro.gguf import check_gguf, local_file
+
+        file = local_file(spec["path"], spec["gguf"])
+        if file is None:
             continue  # a hub repository
-        file = Path(spec["path"]) / spec["gguf"]
         if not file.is_file():
             problems.append(f"{key}: GGUF file {file} does not exist (SmolLM2-135M-Instruct's: "
                             "bash ci/fetch_smollm2.sh; README, A real model on a laptop)")
             continue
-        from mathneuro.gguf import check_gguf
-
         try:
             check_gguf(file)
         except ValueError as err:

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 import yaml
 
 from mathneuro import synthetic
+from mathneuro.data import split_names
 
 TASK_PREFIX = "toy_"
 
@@ -125,16 +126,24 @@ def is_bpb_task(task: str) -> bool:
     return task.startswith(BPB_PREFIX)
 
 
+def is_generated_task(task: str) -> bool:
+    """Tasks whose YAML the workflow writes (``toy_<synthetic task>``, ``bpb_<data set>``), one data
+    set each; every other task name is lm-eval's."""
+    return task.startswith((TASK_PREFIX, BPB_PREFIX))
+
+
 def heldout_spec(spec: Mapping[str, Any], split: str) -> dict:
     """The data set spec of ``spec``'s held-out texts, every record in order: hub and synthetic
-    specs read ``split`` instead of their identification split (ValueError if it is the same);
-    file specs are read as they are."""
+    specs read ``split`` instead of their identification split (ValueError if the two share a
+    split: ``"train+test"`` against ``"train"`` too); file specs are read as they are."""
     held = {key: value for key, value in spec.items() if key not in ("n", "seed", "replace")}
     if spec["source"] in ("hf", "synthetic"):
-        if split in str(spec.get("split") or "train").split("+"):
-            raise ValueError(f"held-out split {split!r} is the data set's identification split "
-                             f"({spec.get('split')!r}): its bits per byte would be measured on the "
-                             "texts the sets were found on")
+        identification = str(spec.get("split") or "train")
+        shared = sorted(set(split_names(split)) & set(split_names(identification)))
+        if shared:
+            raise ValueError(f"held-out split {split!r} reads {', '.join(shared)}, as the data set's "
+                             f"identification split ({spec.get('split')!r}) does: its bits per byte "
+                             "would be measured on the texts the sets were found on")
         held["split"] = split
     return held
 
@@ -159,7 +168,6 @@ def write_bpb_tasks(specs: Mapping[str, Mapping[str, Any]], out_dir: str | Path,
     ``bpb_<label>.jsonl``: the spec's held-out records (``heldout_spec``) rendered in its template,
     in an order shuffled under ``seed`` (so a suite's ``limit`` takes a sample across MMLU's
     subjects rather than the first subject). Returns the number of texts per task."""
-    import json
     import random
 
     from mathneuro.data import load_texts

@@ -106,11 +106,16 @@ def check_gguf(file: str | Path) -> str:
     return architecture
 
 
+def local_file(path: str, file: str) -> Path | None:
+    """``path/file`` when ``path`` is a local folder; None for a hub repository."""
+    return Path(path) / file if Path(path).is_dir() else None
+
+
 def gguf_file(path: str, file: str, *, revision: str | None = None, offline: bool = False) -> Path:
     """The local GGUF file: ``path/file`` for a local folder, else downloaded from (or found in the
     cache of) hub repository ``path``."""
-    if Path(path).is_dir():
-        return Path(path) / file
+    if (local := local_file(path, file)) is not None:
+        return local
     from huggingface_hub import hf_hub_download
 
     from mathneuro.models import is_offline

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from mathneuro.evaluate import BPB_PREFIX, is_generated_task
+
 # A task's metric, first found: exact match of the toy and GSM8K, accuracy of multiple choice.
 METRICS = ("exact_match,none", "exact_match,strict-match", "exact_match,flexible-extract", "acc,none")
 TASK_LABELS = {"toy_math": "math", "toy_math_reworded": "reworded math", "toy_reading": "reading",
@@ -32,13 +34,12 @@ def pick_metric(metrics: Sequence[str]) -> str:
     return next((m for m in METRICS if m in metrics), sorted(metrics)[0])
 
 
-GENERATED = ("toy_", "bpb_")  # tasks the workflow writes, one data set each: never pooled
 PROPORTIONS = ("exact_match", "acc")  # metrics printed in percent; others (bits_per_byte) as they are
 
 
 def task_label(task: str) -> str:
-    if task.startswith("bpb_"):
-        return f"{task[4:]} bits/byte"
+    if task.startswith(BPB_PREFIX):
+        return f"{task[len(BPB_PREFIX):]} bits/byte"
     return TASK_LABELS.get(task, task)
 
 
@@ -61,11 +62,11 @@ def columns(tasks: Sequence[str]) -> dict[str, list[str]]:
     tasks = sorted(dict.fromkeys(tasks), key=lambda t: (order.get(t, len(order)), t))
     families: dict[str, list[str]] = {}
     for task in tasks:
-        if "_" in task and not task.startswith(GENERATED):
+        if "_" in task and not is_generated_task(task):
             families.setdefault(task.split("_", 1)[0], []).append(task)
     out: dict[str, list[str]] = {}
     for task in tasks:
-        family = families.get(task.split("_", 1)[0], []) if not task.startswith(GENERATED) else []
+        family = families.get(task.split("_", 1)[0], []) if not is_generated_task(task) else []
         if len(family) > 1:
             out.setdefault(f"{task.split('_', 1)[0]} (mean of {len(family)})", family)
         else:
@@ -230,9 +231,10 @@ def report(folder: str | Path, skill: str | None = None) -> str:
     hidden = _hidden_size(folder, model)
     written = datetime.fromtimestamp((folder / "pruning_summary.parquet").stat().st_mtime, timezone.utc)
     repeats = int(pruning["n_repeats"].max())
+    averaged = f"means of {repeats} repeats" if repeats > 1 else "one repeat"
     parts = [f"Tables: `{folder}` (model {model}), written {written:%Y-%m-%d %H:%M} UTC; printed on "
              f"{_machine()}. Values: % of the test items (bits per byte as they are: lower is better), "
-             f"means of {repeats} repeats."]
+             f"{averaged}."]
 
     def ks(table):
         return list(dict.fromkeys(table.sort_values("k_fraction")["k"]))
@@ -265,7 +267,8 @@ def report(folder: str | Path, skill: str | None = None) -> str:
     layers = _read(folder, "layers")
     if layers is not None and len(layers) and (layers["method"] == "mathneuro").any():
         mathneuro = layers[layers["method"] == "mathneuro"]
-        k = ks(mathneuro)[len(ks(mathneuro)) // 2]  # the median K, as the layers figure
+        used = ks(mathneuro)
+        k = used[len(used) // 2]  # the median K, as the layers figure
         parts.append(f"Where the MathNeuro sets lie, {k_text(mathneuro, k)}:\n\n"
                      f"{markdown(layer_rows(layers, 'mathneuro', k))}")
     consistency = _read(folder, "consistency")

@@ -12,6 +12,7 @@ from snakemake.utils import validate
 
 from mathneuro.analyses import FIGURES, REPORT_CATEGORIES, TABLES
 from mathneuro.configs import (
+    FILE_SOURCES,
     bpb_datasets,
     bpb_problems,
     check_data,
@@ -21,6 +22,7 @@ from mathneuro.configs import (
     unknown_tasks,
 )
 from mathneuro.data import config_names, local_entry, split_names, validate_spec
+from mathneuro.evaluate import is_generated_task
 from mathneuro.methods import METHODS, NO_CONTROL, control_sets
 from mathneuro.methods import controls as method_controls
 
@@ -76,11 +78,6 @@ def canonical(value):
 
 def is_toy_task(task):
     return task.startswith("toy_")
-
-
-def is_generated_task(task):
-    """Tasks whose YAML the workflow writes: toy_<synthetic task>, bpb_<data set>."""
-    return is_toy_task(task) or task.startswith("bpb_")
 
 
 def check_config():
@@ -298,9 +295,11 @@ def model_dir(model):
 
 def gguf_file(wildcards):
     """A GGUF model's file when `path` is a local folder (a hub file is fetched by its job)."""
+    from mathneuro.gguf import local_file
+
     cfg = model_config(wildcards.model)
-    folder = Path(cfg["path"])
-    return [str(folder / cfg["gguf"])] if folder.is_dir() else []
+    file = local_file(cfg["path"], cfg["gguf"])
+    return [str(file)] if file else []
 
 
 def models_built_as(kind):
@@ -441,8 +440,12 @@ def dataset_input(wildcards):
 
 def dataset_files(dataset):
     """Every file reading data set `dataset` reads: its own files, or those of its local copy."""
-    spec = config["datasets"][dataset]
-    if spec["source"] in ("json", "csv", "parquet"):
+    return spec_files(config["datasets"][dataset])
+
+
+def spec_files(spec):
+    """Every file reading data spec `spec` reads: its own files, or those of its local copy."""
+    if spec["source"] in FILE_SOURCES:
         return existing_or_globbed(spec["path"])
     key = local_key(spec["path"]) if spec["source"] == "hf" else None
     if key is None:
@@ -492,9 +495,8 @@ def check_inputs():
     """What the config names outside itself, before any job and whatever is already computed
     (mathneuro.configs): the data files and their template fields, and the suites' tasks.
     """
-    used = {
-        name: config["datasets"][name] for name in DATASETS
-    }  # unused specs read nothing
+    # unused specs read nothing
+    used = {name: config["datasets"][name] for name in DATASETS}
     problems = check_data(used, config["local_data"], synthetic_files())
     problems += gguf_problems(config["models"])
     problems += bpb_problems(EVAL["suites"], config["datasets"], EVAL["heldout_split"])
@@ -524,14 +526,13 @@ def bpb_inputs(wildcards):
     copy of a hub data set's held-out split."""
     from mathneuro.evaluate import heldout_spec
 
-    files = []
-    for dataset in bpb_datasets(EVAL["suites"][wildcards.suite]["tasks"]):
-        spec = heldout_spec(config["datasets"][dataset], EVAL["heldout_split"])
-        if spec["source"] in ("json", "csv", "parquet"):
-            files += existing_or_globbed(spec["path"])
-        elif spec["source"] == "hf" and (key := local_key(spec["path"])):
-            files += local_inputs(key, config_names(spec), split_names(spec["split"]))
-    return files
+    return [
+        f
+        for dataset in bpb_datasets(EVAL["suites"][wildcards.suite]["tasks"])
+        for f in spec_files(
+            heldout_spec(config["datasets"][dataset], EVAL["heldout_split"])
+        )
+    ]
 
 
 def bpb_params(wildcards):

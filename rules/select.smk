@@ -172,9 +172,9 @@ rule consistency:
         "../workflow_scripts/consistency.py"
 
 
-rule topk_consistency:
-    """Overlap of one data set's TopK sets identified from independent draws of n samples
-    (labelled as TopK counts are: method "topk", control = the data set)."""
+# Overlap of one data set's TopK sets from independent draws of n samples, labelled as TopK
+# counts are (method "topk", control = the data set): the consistency rule on other sets.
+use rule consistency as topk_consistency with:
     input:
         lambda wc: [
             topk_path(wc.model, wc.dataset, wc.n, s, CONSISTENCY["k"])
@@ -186,21 +186,10 @@ rule topk_consistency:
         "logs/topk_consistency/{model}/{dataset}/n{n}.log",
     benchmark:
         f"{R}/benchmarks/topk_consistency/{{model}}/{{dataset}}/n{{n}}.tsv"
-    conda:
-        "../envs/mathneuro.yaml"
-    threads: 1
-    resources:
-        mem_mb=weights_job_mem_mb,
-        runtime=runtime_min(2),
     params:
-        seeds=CONSISTENCY["seeds"],
-        k=CONSISTENCY["k"],
-        fraction=K[CONSISTENCY["k"]],
         labels=lambda wc: {
             "model": wc.model,
             "method": "topk",
             "control": wc.dataset,
             "n_samples": int(wc.n),
         },
-    script:
-        "../workflow_scripts/consistency.py"

@@ -10,6 +10,7 @@ import yaml
 from conftest import SHARED_DATA
 
 from mathneuro.configs import compose
+from mathneuro.evaluate import is_generated_task
 from mathneuro.tasks import leaf_tasks, write_suite
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,7 +29,7 @@ def manager():
 
 def lm_eval_tasks(configfile: Path) -> list[str]:
     suites = compose([configfile])["evaluation"]["suites"].values()
-    return sorted({task for suite in suites for task in suite["tasks"] if not task.startswith("toy_")})
+    return sorted({task for suite in suites for task in suite["tasks"] if not is_generated_task(task)})
 
 
 @pytest.mark.parametrize("configfile", CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
