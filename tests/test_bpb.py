@@ -92,6 +92,9 @@ SAME_SPLIT = {
     "hub, no split (train)": ({"source": "hf", "path": "x/y"}, "train", "None"),
     "hub, part of a combined split": ({**HF, "split": "dev+validation"}, "validation", "'dev+validation'"),
     "hub, first part of a combined split": ({**HF, "split": "dev+validation"}, "dev", "'dev+validation'"),
+    "hub, a combined held-out split holding it": (HF, "train+test", "'train'"),
+    "hub, combined splits sharing a part": ({**HF, "split": "dev+validation"}, "validation[:50%]+test",
+                                            "'dev+validation'"),
     "synthetic, same split": ({**SYNTHETIC, "split": "test"}, "test", "'test'"),
     "synthetic, no split (train)": ({"source": "synthetic", "task": "math", "n_train": 2, "n_test": 2}, "train",
                                     "None"),
@@ -105,13 +108,6 @@ def test_a_heldout_split_the_sets_are_identified_on_is_refused_naming_it(case):
         evaluate.heldout_spec(spec, split)
     message = str(err.value)
     assert f"held-out split {split!r}" in message and f"({named})" in message, message
-
-
-@pytest.mark.xfail(strict=True, reason="heldout_spec only looks for the held-out split among the parts of the "
-                   "identification split: a combined held-out split holding the identification split passes")
-def test_a_heldout_split_that_holds_the_identification_split_is_refused():
-    with pytest.raises(ValueError, match="identification split"):
-        evaluate.heldout_spec(HF, "train+test")
 
 
 # --- bpb_task_config, write_bpb_tasks ---------------------------------------------------------------
