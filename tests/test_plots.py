@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 
+from mathneuro.methods import METHODS
 from mathneuro.plots import DRAW, _headline_tasks, summary_html
 
 
@@ -40,15 +41,61 @@ def _pruning_table():
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize("name", ["pruning", "scaling"])
-def test_edit_figures_are_drawn_for_every_method_kind(name, tmp_path):
-    path = tmp_path / f"{name}.png"
-    DRAW[name](_pruning_table(), path)
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures the plots save, kept open for the test to read (``_save`` also writes the file)."""
+    from mathneuro import plots
+
+    figures = []
+    save = plots._save
+
+    def keep(fig, path, handles=None, labels=None):
+        figures.append((fig, list(labels or [])))
+        fig.canvas.draw()
+        save(fig, path, handles, labels)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(plots.plt, "close", lambda fig=None: None)
+    return figures
+
+
+def test_pruning_figure_draws_every_set_at_its_ks_with_the_repeats_mean(drawn, tmp_path):
+    table = _pruning_table()
+    DRAW["pruning"](table, tmp_path / "pruning.png")
+    (fig, labels), = drawn
+    assert (tmp_path / "pruning.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    axes = fig.get_axes()
+    assert [ax.get_title() for ax in axes] == sorted(table["task"].unique())
+    expected = {METHODS[m].label + ("" if c == "none" else f" vs {c}"): group
+                for (m, c), group in table.groupby(["method", "control"])}
+    assert set(labels) == set(expected) | {"unedited"}
+    for ax, task in zip(axes, sorted(table["task"].unique())):
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        for label, group in expected.items():
+            rows = group[group["task"] == task]
+            means = rows.groupby("k_fraction")["value"].mean()
+            x, y = lines[label].get_data()
+            assert list(x) == pytest.approx(list(means.index * 100)) and list(y) == pytest.approx(list(means))
+        assert lines["unedited"].get_ydata()[0] == pytest.approx(0.9)
+
+
+def test_scaling_figure_has_one_bar_per_set_with_the_change_in_points(drawn, tmp_path):
+    table = _pruning_table()
+    DRAW["scaling"](table, tmp_path / "scaling.png")
+    (fig, labels), = drawn
+    variants = table[["method", "control", "k"]].drop_duplicates()
+    for ax in fig.get_axes():
+        bars = [patch for patch in ax.patches]
+        assert len(bars) == len(variants)
+        assert [bar.get_height() for bar in bars] == pytest.approx([-40.0] * len(variants))
+    assert set(labels) == {METHODS[m].label for m in table["method"].unique()}
 
 
 @pytest.mark.parametrize("name", sorted(DRAW))
-def test_an_empty_table_gives_a_figure_that_says_so(name, tmp_path):
+def test_an_empty_table_gives_a_figure_that_says_so(name, drawn, tmp_path):
     path = tmp_path / f"{name}.png"
     DRAW[name](pd.DataFrame(columns=["model", "method", "control"]), path)
-    assert path.stat().st_size > 1000
+    (fig, _), = drawn
+    texts = [text.get_text() for ax in fig.get_axes() for text in ax.texts]
+    assert len(texts) == 1 and texts[0].startswith("no ") and texts[0].endswith(" in this study")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
