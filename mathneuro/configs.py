@@ -265,12 +265,13 @@ def lm_eval_cache_file(cache_dir: str | Path | None = None) -> Path:
 
 
 def lm_eval_task_names(include_path: str | None = None, cache_dir: str | Path | None = None) -> frozenset[str]:
-    """Every task, group and tag name lm-eval knows (with ``include_path``'s).
+    """Every task, group and tag name lm-eval knows, with the project's (``mathneuro/lm_tasks``) and
+    ``include_path``'s.
 
     lm-eval's own index of its ~14,000 task YAMLs takes about 7 s to build, so its names are
     cached per lm-eval version and install folder (``cache_dir``, default ``$MATHNEURO_CACHE`` or
     ``~/.cache/mathneuro``; an unwritable cache is skipped). A user's ``include_path`` is indexed
-    each time (a small folder). A text scan of the YAMLs for ``task:``/``group:``/``tag:`` takes
+    each time (a small folder); the project's own are read from their YAMLs. A text scan of the YAMLs for ``task:``/``group:``/``tag:`` takes
     0.4 s but is not exact (lm-eval 0.4.13: 151 names it would accept that lm-eval does not
     register, 123 tags it misses), so the cache holds lm-eval's own index.
     """
@@ -295,6 +296,9 @@ def lm_eval_task_names(include_path: str | None = None, cache_dir: str | Path | 
             os.replace(partial, file)
         except OSError:
             pass
+    from mathneuro.tasks import project_task_names
+
+    names |= project_task_names()
     if include_path:
         from lm_eval.tasks import TaskManager
 

@@ -10,7 +10,9 @@ instead (``dataset_path: json``, ``dataset_kwargs.data_files``). Groups are writ
 it alone (``TaskManager(include_path=folder, include_defaults=False)``), not lm-eval's ~15,000
 built-in YAMLs.
 
-The project's own synthetic tasks (``toy_*``) are written by ``mathneuro.evaluate``.
+The project's own synthetic tasks (``toy_*``, ``bpb_*``) are written by ``mathneuro.evaluate``;
+the tasks it defines once (EGSM) are YAML files in ``mathneuro/lm_tasks/``, which every suite
+finds beside lm-eval's own (``task_paths``).
 """
 
 from __future__ import annotations
@@ -25,8 +27,29 @@ import yaml
 from mathneuro.data import local_entry, local_files
 
 MANIFEST = "suite.json"
+PROJECT_TASKS = Path(__file__).parent / "lm_tasks"  # the tasks this project defines (EGSM)
 # Splits a task config may read; every one it names must exist in the local files.
 SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_split")
+
+
+def task_paths(include_path: str | Path | None = None) -> list[str]:
+    """The folders of task YAMLs beside lm-eval's own: the project's, then a user's ``include_path``."""
+    return [str(PROJECT_TASKS), *([str(include_path)] if include_path else [])]
+
+
+def project_task_names() -> set[str]:
+    """The names of the tasks in ``PROJECT_TASKS``, read from their YAMLs without lm-eval (whose
+    import and index cost seconds in a dry run); tested equal to lm-eval's index of the folder."""
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: None)
+    names = set()
+    for path in PROJECT_TASKS.rglob("*.yaml"):
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)
+        names |= {config[key] for key in ("task", "group") if isinstance(config.get(key), str)}
+    return names
 
 
 def leaf_tasks(manager, names: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -97,7 +120,7 @@ def write_suite(
     if manager is None:
         from lm_eval.tasks import TaskManager
 
-        manager = TaskManager(include_path=include_path)
+        manager = TaskManager(include_path=task_paths(include_path))
     leaves, groups = leaf_tasks(manager, tasks)
     redirects = {name: _redirect(name, entry.cfg or {}, local_data or {}) for name, entry in leaves.items()}
     out_dir = Path(out_dir)

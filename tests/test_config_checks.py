@@ -150,16 +150,18 @@ def test_every_unknown_task_of_every_suite_is_named():
     assert "evaluation.suites.b.tasks" in problems[1] and "'mmlu_typo'" in problems[1]
 
 
-def test_lm_evals_names_are_read_from_the_cache_and_a_users_tasks_are_added(tmp_path):
+def test_lm_evals_names_are_read_from_the_cache_and_the_projects_and_a_users_tasks_are_added(tmp_path):
+    from mathneuro.tasks import project_task_names
+
     cache = lm_eval_cache_file(tmp_path)
     assert cache.parent == tmp_path and "lm_eval_tasks-" in cache.name
     cache.write_text(json.dumps(["planted_task"]))  # a cache is trusted: lm-eval is not indexed
-    assert lm_eval_task_names(cache_dir=tmp_path) == {"planted_task"}
+    assert lm_eval_task_names(cache_dir=tmp_path) == {"planted_task", *project_task_names()}
     user = tmp_path / "user_tasks"
     user.mkdir()
     (user / "mine.yaml").write_text("task: my_own_task\ndataset_path: json\noutput_type: loglikelihood\n"
                                     "doc_to_text: q\ndoc_to_target: a\n")
-    assert lm_eval_task_names(str(user), cache_dir=tmp_path) == {"planted_task", "my_own_task"}
+    assert lm_eval_task_names(str(user), cache_dir=tmp_path) == {"planted_task", "my_own_task", *project_task_names()}
 
 
 # --- The workflow: bad input fails the dry run before any job, in a finished study too -------------

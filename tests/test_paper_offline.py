@@ -25,6 +25,7 @@ SUBSTITUTED = {
     "consistency.n_samples", "consistency.seeds", "evaluation.suites.gsm8k.limit", "evaluation.suites.gsm8k.max_gen_toks",
     "evaluation.suites.race.limit", "evaluation.suites.mmlu.tasks", "evaluation.suites.mmlu.limit",
     "evaluation.suites.math.tasks", "evaluation.suites.math.limit", "evaluation.suites.math.max_gen_toks",
+    "evaluation.suites.egsm.limit", "evaluation.suites.egsm.max_gen_toks",
 }
 
 
@@ -77,7 +78,10 @@ def test_the_offline_paper_run_tables_carry_each_real_tasks_own_metrics(offline_
     assert {t for t in metrics if t.startswith("mmlu_")} == {"mmlu_high_school_mathematics", "mmlu_world_religions"}
     assert {t for t in metrics if t.startswith("minerva_math")} == {"minerva_math_algebra", "minerva_math_prealgebra"}
     assert metrics["minerva_math_algebra"] >= {"exact_match,none", "math_verify,none"}
+    for task in ("egsm", "egsm_fewshot"):  # the project's own tasks, on the fixture's two first items
+        assert metrics[task] == {"exact_match,strict-match", "exact_match,flexible-extract"}
     config = compose([OFFLINE])
+    assert set(pruning.loc[pruning["skill_task"], "task"]) >= set(config["evaluation"]["skill_tasks"]) - {"minerva_math"}
     assert set(pruning["method"]) == set(config["pruning"]["methods"])
     controls = config["identification"]["controls"]
     assert set(pruning["control"]) == {*controls, "+".join(sorted(controls)), "none"}  # each, all at once, none

@@ -11,7 +11,7 @@ from conftest import SHARED_DATA
 
 from mathneuro.configs import compose
 from mathneuro.evaluate import is_generated_task
-from mathneuro.tasks import leaf_tasks, write_suite
+from mathneuro.tasks import leaf_tasks, task_paths, write_suite
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = [REPO / "config.yaml", *sorted((REPO / "configs").glob("*/*.yaml")),
@@ -24,7 +24,7 @@ DATA_KEYS = {"dataset_path", "dataset_name", "dataset_kwargs"}
 def manager():
     from lm_eval.tasks import TaskManager
 
-    return TaskManager()
+    return TaskManager(include_path=task_paths())  # lm-eval's tasks and the project's (EGSM)
 
 
 def lm_eval_tasks(configfile: Path) -> list[str]:

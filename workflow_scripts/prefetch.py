@@ -2,6 +2,7 @@
 
 from mathneuro.data import config_names
 from mathneuro.logs import log_to
+from mathneuro.tasks import task_paths
 
 with log_to(snakemake.log[0]) as log:
     import datasets
@@ -17,5 +18,5 @@ with log_to(snakemake.log[0]) as log:
             datasets.load_dataset(spec["path"], name, revision=spec.get("revision"))
             log.info("data set %s (%s) at revision %s", spec["path"], name, spec.get("revision") or "latest")
     if params.tasks:
-        get_task_dict(list(params.tasks), TaskManager(include_path=params.include_path))
+        get_task_dict(list(params.tasks), TaskManager(include_path=task_paths(params.include_path)))
         log.info("lm-eval tasks %s", params.tasks)
