@@ -263,29 +263,47 @@ def plot_factor_sweep(table: pd.DataFrame, path: str | Path) -> None:
             xlabel="factor on the selected weights", ylabel="accuracy", unedited="unedited (x1)")
 
 
+def _measure(metric: str) -> str:
+    """How a metric's change is drawn: bits per byte (lower is better) apart from accuracies."""
+    return "bits per byte" if str(metric).startswith("bits_per_byte") else "accuracy"
+
+
+MEASURE_AXES = {  # measure -> (how its change is expressed, axis unit)
+    "accuracy": (lambda rows: rows["change"] * 100, "points"),
+    "bits per byte": (lambda rows: (rows["value"] / rows["base_value"] - 1) * 100, "% of unedited; higher is worse"),
+}
+
+
 def plot_specificity(table: pd.DataFrame, path: str | Path) -> None:
     """Change on the skill's tasks against the mean change on the other tasks, one point per set and
-    factor (mean over repeats): a specific set moves along the x axis only."""
+    factor (mean over repeats): a specific set moves along one axis only. Accuracies (change in
+    points) and bits per byte (change in % of the unedited model's) get a panel each."""
     table = table[table["task"].isin(_headline_tasks(table))] if len(table) else table
-    if table.empty or not table["skill_task"].any() or table["skill_task"].all():
+    if not table.empty:
+        table = table.assign(measure=table["metric"].map(_measure))
+        shown = [m for m in MEASURE_AXES
+                 if table.loc[table["measure"] == m, "skill_task"].nunique() == 2]  # skill and other tasks
+    if table.empty or not shown:
         return _empty(path, "specificity (needs skill and other tasks in the scaling table)")
     keys = ["model", "method", "control", "k", "edit", "factor", "seed"]
-    per_seed = table.groupby(keys + ["skill_task"], dropna=False)["change"].mean().unstack("skill_task") * 100
-    points = per_seed.groupby(level=keys[:-1], dropna=False).mean().reset_index()
-    models = sorted(points["model"].unique())
-    fig, axes = _panels(models, ["specificity"], width=5.5, height=4.2)
-    for row, model in enumerate(models):
-        ax = axes[row][0]
-        rows = points[points["model"] == model]
-        for (method, control), group in rows.groupby(["method", "control"]):
-            ax.plot(group[False], group[True], "o", color=COLOURS.get(method),
-                    label=_label(method) + ("" if control == "none" else f" vs {control}"))
-            for x, y, factor in zip(group[False], group[True], group["factor"]):
-                ax.annotate(f"x{factor:g}", (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
-        ax.axhline(0, color="black", lw=0.8)
-        ax.axvline(0, color="black", lw=0.8)
-        ax.set(xlabel="mean change on the other tasks (points)", ylabel="change on the skill's tasks (points)",
-               title=model)
+    models = sorted(table["model"].unique())
+    fig, axes = _panels(models, shown, width=5.5, height=4.2)
+    for col, measure in enumerate(shown):
+        rows = table[table["measure"] == measure]
+        change, unit = MEASURE_AXES[measure]
+        per_seed = rows.assign(change=change(rows)).groupby(keys + ["skill_task"], dropna=False)["change"].mean()
+        points = per_seed.unstack("skill_task").groupby(level=keys[:-1], dropna=False).mean().reset_index()
+        for row, model in enumerate(models):
+            ax = axes[row][col]
+            for (method, control), group in points[points["model"] == model].groupby(["method", "control"]):
+                ax.plot(group[False], group[True], "o", color=COLOURS.get(method),
+                        label=_label(method) + ("" if control == "none" else f" vs {control}"))
+                for x, y, factor in zip(group[False], group[True], group["factor"]):
+                    ax.annotate(f"x{factor:g}", (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            ax.axhline(0, color="black", lw=0.8)
+            ax.axvline(0, color="black", lw=0.8)
+            ax.set(xlabel=f"mean change on the other tasks\n({unit})", ylabel=f"change on the skill's tasks\n({unit})",
+                   title=f"{model}: {measure}" if len(models) > 1 else measure)
     _save(fig, path, *_legend(axes))
 
 

@@ -99,3 +99,35 @@ def test_an_empty_table_gives_a_figure_that_says_so(name, drawn, tmp_path):
     texts = [text.get_text() for ax in fig.get_axes() for text in ax.texts]
     assert len(texts) == 1 and texts[0].startswith("no ") and texts[0].endswith(" in this study")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _scaling_table():
+    """Two sets at x1.1, two seeds; accuracies (gsm8k_cot the skill's) and bits per byte
+    (bpb_gsm8k the skill's): value = base + the change the row names."""
+    base = {"gsm8k_cot": 0.40, "mmlu": 0.50, "bpb_gsm8k": 1.00, "bpb_mmlu": 2.00}
+    shift = {("mathneuro", "gsm8k_cot"): 0.05, ("mathneuro", "mmlu"): -0.01, ("random", "gsm8k_cot"): 0.0,
+             ("random", "mmlu"): 0.02, ("mathneuro", "bpb_gsm8k"): -0.10, ("mathneuro", "bpb_mmlu"): 0.02,
+             ("random", "bpb_gsm8k"): 0.0, ("random", "bpb_mmlu"): -0.04}
+    rows = []
+    for (method, task), delta in shift.items():
+        for seed in (0, 1):
+            metric = "bits_per_byte,none" if task.startswith("bpb_") else "acc,none"
+            rows.append(dict(model="m", method=method, control="mmlu", k="5pct", edit="x1.1", factor=1.1, seed=seed,
+                             task=task, metric=metric, n=20, value=base[task] + delta, base_value=base[task],
+                             change=delta, skill_task=task in ("gsm8k_cot", "bpb_gsm8k")))
+    return pd.DataFrame(rows), base, shift
+
+
+def test_specificity_draws_accuracies_in_points_and_bits_per_byte_in_percent_apart(drawn, tmp_path):
+    table, base, shift = _scaling_table()
+    DRAW["specificity"](table, tmp_path / "specificity.png")
+    (fig, labels), = drawn
+    accuracy, bpb = fig.get_axes()
+    assert (accuracy.get_title(), bpb.get_title()) == ("accuracy", "bits per byte")
+    assert "points" in accuracy.get_ylabel() and "% of unedited" in bpb.get_ylabel()
+    for ax, (skill, other), percent in ((accuracy, ("gsm8k_cot", "mmlu"), None), (bpb, ("bpb_gsm8k", "bpb_mmlu"), True)):
+        points = {line.get_label(): line.get_xydata()[0] for line in ax.get_lines() if line.get_marker() == "o"}
+        for method, label in (("mathneuro", "MathNeuro vs mmlu"), ("random", "random, same count vs mmlu")):
+            def moved(task):
+                return 100 * shift[(method, task)] / (base[task] if percent else 1)
+            assert list(points[label]) == pytest.approx([moved(other), moved(skill)])
