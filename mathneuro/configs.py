@@ -337,6 +337,8 @@ def gguf_problems(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """Each model spec naming a ``gguf`` file: ``path`` a folder or hub repository, and a file in a
     local folder must exist and hold an architecture transformers reads (mathneuro.gguf.check_gguf).
     A hub file is checked the same way by its dequantize_gguf job, first thing."""
+    from mathneuro.gguf import check_gguf, local_file
+
     problems = []
     for label, spec in models.items():
         if not spec.get("gguf"):
@@ -345,8 +347,6 @@ def gguf_problems(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
         if spec["path"] in ("toy", "random"):
             problems.append(f"{key}: `gguf` needs a local folder or a hub repository as `path`, not {spec['path']!r}")
             continue
-        from mathneuro.gguf import check_gguf, local_file
-
         file = local_file(spec["path"], spec["gguf"])
         if file is None:
             continue  # a hub repository

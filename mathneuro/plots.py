@@ -279,11 +279,11 @@ def plot_specificity(table: pd.DataFrame, path: str | Path) -> None:
     factor (mean over repeats): a specific set moves along one axis only. Accuracies (change in
     points) and bits per byte (change in % of the unedited model's) get a panel each."""
     table = table[table["task"].isin(_headline_tasks(table))] if len(table) else table
-    if not table.empty:
+    if len(table):
         table = table.assign(measure=table["metric"].map(_measure))
-        shown = [m for m in MEASURE_AXES
-                 if table.loc[table["measure"] == m, "skill_task"].nunique() == 2]  # skill and other tasks
-    if table.empty or not shown:
+    shown = [m for m in MEASURE_AXES  # the measures with skill and other tasks
+             if len(table) and table.loc[table["measure"] == m, "skill_task"].nunique() == 2]
+    if not shown:
         return _empty(path, "specificity (needs skill and other tasks in the scaling table)")
     keys = ["model", "method", "control", "k", "edit", "factor", "seed"]
     models = sorted(table["model"].unique())

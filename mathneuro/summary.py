@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mathneuro.evaluate import BPB_PREFIX, is_generated_task
+from mathneuro.evaluate import BPB_PREFIX, is_bpb_task, is_generated_task
 
 # A task's metric, first found: exact match of the toy and GSM8K, accuracy of multiple choice.
 METRICS = ("exact_match,none", "exact_match,strict-match", "exact_match,flexible-extract", "acc,none")
@@ -38,7 +38,7 @@ PROPORTIONS = ("exact_match", "acc")  # metrics printed in percent; others (bits
 
 
 def task_label(task: str) -> str:
-    if task.startswith(BPB_PREFIX):
+    if is_bpb_task(task):
         return f"{task[len(BPB_PREFIX):]} bits/byte"
     return TASK_LABELS.get(task, task)
 

@@ -22,7 +22,7 @@ from mathneuro.configs import (
     unknown_tasks,
 )
 from mathneuro.data import config_names, local_entry, split_names, validate_spec
-from mathneuro.evaluate import is_generated_task
+from mathneuro.evaluate import TASK_PREFIX, is_generated_task
 from mathneuro.methods import METHODS, NO_CONTROL, control_sets
 from mathneuro.methods import controls as method_controls
 
@@ -77,7 +77,12 @@ def canonical(value):
 
 
 def is_toy_task(task):
-    return task.startswith("toy_")
+    return task.startswith(TASK_PREFIX)
+
+
+def toy_name(task):
+    """The synthetic task a toy task evaluates: toy_math -> math."""
+    return task[len(TASK_PREFIX) :]
 
 
 def check_config():
@@ -150,11 +155,11 @@ def check_config():
             )
     for name, suite in EVAL["suites"].items():
         for task in suite["tasks"]:
-            if is_toy_task(task) and task[4:] not in config.get("synthetic", {}).get(
-                "tasks", {}
-            ):
+            if is_toy_task(task) and toy_name(task) not in config.get(
+                "synthetic", {}
+            ).get("tasks", {}):
                 config_error(
-                    f"evaluation.suites.{name} has {task!r} but synthetic.tasks has no {task[4:]!r}"
+                    f"evaluation.suites.{name} has {task!r} but synthetic.tasks has no {toy_name(task)!r}"
                 )
 
 
@@ -556,7 +561,9 @@ def suite_inputs(wildcards):
     local data and user task files that lm-eval's tasks may read."""
     tasks = EVAL["suites"][wildcards.suite]["tasks"]
     inputs = {
-        t: f"{R}/data/synthetic/{t[4:]}/test.jsonl" for t in tasks if is_toy_task(t)
+        t: f"{R}/data/synthetic/{toy_name(t)}/test.jsonl"
+        for t in tasks
+        if is_toy_task(t)
     }
     if any(not is_toy_task(t) for t in tasks):
         inputs["local_data"] = [
