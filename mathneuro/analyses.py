@@ -4,7 +4,10 @@ Kept free of heavy imports, so that the workflow can name every output without l
 or matplotlib; ``mathneuro.tables`` builds the tables, ``mathneuro.plots`` draws the figures.
 """
 
-TABLES = ["pruning", "scaling", "data_efficiency", "consistency", "layers", "share"]  # each with a summary
+TABLES = [  # each with a summary
+    "pruning", "scaling", "data_efficiency", "consistency", "layer_overlap", "layers", "share", "subskills",
+    "subskill_overlap",
+]
 
 FIGURES = {  # figure -> the table it is drawn from, in the report's order
     "pruning": "pruning",
@@ -13,8 +16,11 @@ FIGURES = {  # figure -> the table it is drawn from, in the report's order
     "specificity": "scaling",
     "data_efficiency": "data_efficiency",
     "consistency": "consistency",
+    "layer_overlap": "layer_overlap",
     "layers": "layers",
     "share": "share",
+    "subskills": "subskills",
+    "subskill_overlap": "subskill_overlap",
 }
 
 REPORT_CATEGORIES = {  # table -> the paper's analysis it belongs to, numbered in the report's order
@@ -22,6 +28,9 @@ REPORT_CATEGORIES = {  # table -> the paper's analysis it belongs to, numbered i
     "scaling": "2. Scaling",
     "data_efficiency": "3. Data efficiency",
     "consistency": "4. Consistency",
+    "layer_overlap": "4. Consistency",  # the consistency overlaps, per layer and module type
     "layers": "5. Layers",
     "share": "6. Share of parameters",
+    "subskills": "7. Sub-skills",
+    "subskill_overlap": "7. Sub-skills",
 }

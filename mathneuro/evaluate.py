@@ -1,13 +1,13 @@
 """Evaluation through lm-eval's own machinery (no hand-written scorer).
 
-``write_task_yamls`` turns the generated synthetic test files into lm-eval task
-YAMLs (``toy_math``, ``toy_reading``, ``toy_facts``); ``evaluate`` runs
-``lm_eval.simple_evaluate`` on an in-memory model and returns a tidy DataFrame.
-Real lm-eval tasks (``gsm8k_cot``, ``mmlu``, ...) work by name the same way.
+``evaluate`` runs ``lm_eval.simple_evaluate`` on an in-memory model and returns a tidy DataFrame.
+Tasks are named as lm-eval names them: its own (``gsm8k_cot``, ``mmlu``...), the project's
+(``mathneuro/lm_tasks``: the toy's ``toy_math``..., EGSM), each suite's written by
+``mathneuro.tasks.write_suite``; only the bits-per-byte tasks (``bpb_<data set>``) are written
+here, from the config's data sets (``write_bpb_tasks``).
 
-The prompts are ``mathneuro.synthetic.PROMPTS``, so the model is evaluated on the
-text format it was trained on. lm-eval is imported inside the
-functions only: importing it costs seconds, which matters for short workflow jobs.
+lm-eval is imported inside the functions only: importing it costs seconds, which matters for
+short workflow jobs.
 """
 
 from __future__ import annotations
@@ -19,103 +19,18 @@ from typing import Any, Mapping
 
 import yaml
 
-from mathneuro import synthetic
 from mathneuro.data import split_names
 
-TASK_PREFIX = "toy_"
-
-
-def _jinja(prompt: str) -> str:
-    """A ``synthetic.PROMPTS`` format string as lm-eval's Jinja ``doc_to_text``."""
-    return prompt.replace("{question}", "{{question}}")
-
-
-MC_DOC_TO_TEXT = _jinja(synthetic.PROMPTS["reading"])
-MATH_DOC_TO_TEXT = _jinja(synthetic.PROMPTS["math"])
-# The math answer's last line is "#### <number>"; exact match compares that number.
-MATH_ANSWER_REGEX = r"#### (\-?[0-9\.\,]+)"
 COLUMNS = ["task", "metric", "value", "stderr", "n"]
-# Generation budget of toy_math: its longest worked answer is 51 tokens of the toy tokenizer.
-# A model whose math is pruned never stops, so the budget sets the cost of those evaluations.
-TOY_MATH_MAX_GEN_TOKS = 64
-GENERATION_TASKS = ("math", "math_reworded")  # synthetic tasks answered by generation; the rest: choice
 
 
-def task_name(task: str) -> str:
-    """lm-eval task name of a synthetic task (``"math"`` -> ``"toy_math"``)."""
-    synthetic.check_task(task)
-    return f"{TASK_PREFIX}{task}"
-
-
-def _dataset_fields(name: str, test_path: str | Path) -> dict[str, Any]:
-    path = Path(test_path).resolve()
+def _dataset_fields(name: str, data_path: str | Path) -> dict[str, Any]:
+    """A task reading its test split from JSON-lines file ``data_path``."""
+    path = Path(data_path).resolve()
     if not path.is_file():
-        raise FileNotFoundError(f"test file for {name} not found: {path}")
+        raise FileNotFoundError(f"data file for {name} not found: {path}")
     return {"task": name, "dataset_path": "json",
             "dataset_kwargs": {"data_files": {"test": str(path)}}, "test_split": "test"}
-
-
-def math_task_config(name: str, test_path: str | Path, *, max_gen_toks: int = 96) -> dict:
-    """GSM8K-style generation task: greedy answer, exact match on the ``####`` number.
-
-    Works for any JSON-lines file whose records have ``question`` and an ``answer``
-    ending in ``#### <number>`` (the synthetic math task, or GSM8K itself).
-    """
-    return {
-        **_dataset_fields(name, test_path),
-        "output_type": "generate_until",
-        "doc_to_text": MATH_DOC_TO_TEXT,
-        "doc_to_target": "{{answer.split('####')[-1].strip()}}",
-        "target_delimiter": " ",
-        "generation_kwargs": {"until": ["\n\n", "Question:"], "do_sample": False,
-                              "temperature": 0.0, "max_gen_toks": max_gen_toks},
-        "filter_list": [{"name": "strict-match", "filter": [
-            {"function": "regex", "regex_pattern": MATH_ANSWER_REGEX},
-            {"function": "take_first"}]}],
-        "metric_list": [{"metric": "exact_match", "aggregation": "mean",
-                         "higher_is_better": True, "ignore_case": True,
-                         "ignore_punctuation": False,
-                         "regexes_to_ignore": [",", "\\$", "\\.$"]}],
-        "metadata": {"version": 1.0},
-    }
-
-
-def mc_task_config(name: str, test_path: str | Path) -> dict:
-    """Multiple-choice task scored by log-likelihood of each choice (metric ``acc``)."""
-    return {
-        **_dataset_fields(name, test_path),
-        "output_type": "multiple_choice",
-        "doc_to_text": MC_DOC_TO_TEXT,
-        "doc_to_choice": "{{choices}}",
-        "doc_to_target": "label",
-        "target_delimiter": " ",
-        "metric_list": [{"metric": "acc", "aggregation": "mean", "higher_is_better": True}],
-        "metadata": {"version": 1.0},
-    }
-
-
-def synthetic_task_config(task: str, test_path: str | Path) -> dict:
-    """lm-eval task config (a dict ready for YAML) for synthetic ``task``'s test file."""
-    name = task_name(task)
-    if task in GENERATION_TASKS:
-        return math_task_config(name, test_path, max_gen_toks=TOY_MATH_MAX_GEN_TOKS)
-    return mc_task_config(name, test_path)
-
-
-def write_task_yamls(test_paths: Mapping[str, str | Path], out_dir: str | Path) -> list[str]:
-    """Write one ``{out_dir}/toy_<task>.yaml`` per task in ``test_paths``; return the paths.
-
-    Pass ``out_dir`` as ``include_path`` to ``evaluate`` to make the tasks known.
-    """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for task, test_path in test_paths.items():
-        config = synthetic_task_config(task, test_path)
-        path = out_dir / f"{config['task']}.yaml"
-        path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-        written.append(str(path))
-    return written
 
 
 BPB_PREFIX = "bpb_"
@@ -127,9 +42,9 @@ def is_bpb_task(task: str) -> bool:
 
 
 def is_generated_task(task: str) -> bool:
-    """Tasks whose YAML the workflow writes (``toy_<synthetic task>``, ``bpb_<data set>``), one data
-    set each; every other task name is lm-eval's."""
-    return task.startswith((TASK_PREFIX, BPB_PREFIX))
+    """Tasks whose YAML the workflow writes from the config (``bpb_<data set>``); every other task
+    name is lm-eval's or the project's (``mathneuro.tasks``)."""
+    return is_bpb_task(task)
 
 
 def heldout_spec(spec: Mapping[str, Any], split: str) -> dict:
@@ -241,8 +156,8 @@ def task_manager(tasks: list[str], include_path=None):
     manager = TaskManager(include_path=include_path)
     unknown = [t for t in tasks if t not in manager.all_tasks]
     if unknown:
-        raise ValueError(f"unknown lm-eval tasks {unknown}; for the toy tasks pass "
-                         f"include_path= the folder written by write_task_yamls")
+        raise ValueError(f"unknown lm-eval tasks {unknown}; for the project's tasks (the toy's...) pass "
+                         "include_path= a suite folder (mathneuro.tasks.write_suite) or mathneuro.tasks.task_paths()")
     return manager
 
 
@@ -269,8 +184,8 @@ def run_lm_eval(model, tokenizer, tasks: list[str], *, include_path=None,
     """lm-eval's ``simple_evaluate`` on an in-memory ``model``: its whole result (``results``,
     ``configs``, ``versions``, ``n-shot``, ``samples`` when ``log_samples``...).
 
-    ``tasks`` are lm-eval task names (``toy_math``... with ``include_path`` pointing at
-    the YAMLs from ``write_task_yamls``, or lm-eval's own tasks such as ``gsm8k_cot``).
+    ``tasks`` are lm-eval task names (``toy_math``... with ``include_path`` pointing at a suite
+    folder from ``mathneuro.tasks.write_suite``, or lm-eval's own tasks such as ``gsm8k_cot``).
     The model is used on the device it is already on. ``gen_kwargs``,
     ``apply_chat_template``, ``fewshot_as_multiturn`` and ``system_instruction`` go to
     lm-eval as given (its defaults); ``max_gen_toks`` (optional) caps the generation

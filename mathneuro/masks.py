@@ -183,14 +183,18 @@ def overlap(a: ParameterMask, b: ParameterMask) -> dict[str, float]:
     ``jaccard`` = |a∩b| / |a∪b|, ``overlap_coefficient`` = |a∩b| / min(|a|, |b|),
     ``overlap_rate`` = |a∩b| / |a| (the paper's share of a found again in b).
     """
-    inter, union = (a & b).count(), (a | b).count()
-    size_a, size_b = a.count(), b.count()
+    return overlap_measures(a.count(), b.count(), (a & b).count(), (a | b).count())
+
+
+def overlap_measures(size_a: int, size_b: int, intersection: int, union: int) -> dict[str, float]:
+    """:func:`overlap`'s measures from the four counts of two sets (whole masks, or the part of
+    both in some matrices); a measure whose denominator is 0 (two empty sets) is 1.0."""
     return {
         "size_a": size_a,
         "size_b": size_b,
-        "intersection": inter,
+        "intersection": intersection,
         "union": union,
-        "jaccard": inter / union if union else 1.0,
-        "overlap_coefficient": inter / min(size_a, size_b) if min(size_a, size_b) else 1.0,
-        "overlap_rate": inter / size_a if size_a else 1.0,
+        "jaccard": intersection / union if union else 1.0,
+        "overlap_coefficient": intersection / min(size_a, size_b) if min(size_a, size_b) else 1.0,
+        "overlap_rate": intersection / size_a if size_a else 1.0,
     }

@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from mathneuro.analyses import FIGURES  # noqa: E402
-from mathneuro.methods import METHODS  # noqa: E402
+from mathneuro.methods import METHODS, NO_CONTROL, SPECIFIC, set_name  # noqa: E402
 
 COLOURS = dict(zip(METHODS, plt.get_cmap("tab10").colors))
 STYLES = ["-", "--", ":", "-."]
@@ -105,8 +105,8 @@ def _curves(table: pd.DataFrame, path: str | Path, *, x: str, keys: list[str], x
     ``keys`` (method, control, then those that join the label where they vary), with the repeats'
     range as a band and the unedited model dashed; ``x_axis(ax, values)`` lays out the x axis."""
     models, tasks = sorted(table["model"].unique()), _headline_tasks(table)
-    controls = sorted(c for c in table["control"].dropna().unique() if c != "none")
-    style = {c: STYLES[i % len(STYLES)] for i, c in enumerate(controls)} | {"none": "-"}
+    controls = sorted(c for c in table["control"].dropna().unique() if c != NO_CONTROL)
+    style = {c: STYLES[i % len(STYLES)] for i, c in enumerate(controls)} | {NO_CONTROL: "-"}
     fig, axes = _panels(models, tasks)
     for row, model in enumerate(models):
         for col, task in enumerate(tasks):
@@ -116,7 +116,7 @@ def _curves(table: pd.DataFrame, path: str | Path, *, x: str, keys: list[str], x
             for values, group in rows.groupby(keys, dropna=False):
                 variant = dict(zip(keys, values))
                 method, control = variant["method"], variant["control"]
-                label = _label(method) + ("" if control == "none" else f" vs {control}") + "".join(
+                label = set_name(method, control) + "".join(
                     f" {variant[key]}" for key in shown)
                 stats = _spread(group, [x], "value").sort_values(x)
                 ax.plot(stats[x], stats["mean"], marker="o", ms=3, color=COLOURS.get(method),
@@ -183,8 +183,8 @@ def plot_consistency(table: pd.DataFrame, path: str | Path) -> None:
             ax = axes[row][col]
             rows = table[(table["model"] == model) & (table["metric"] == metric)]
             for i, ((method, control), group) in enumerate(rows.groupby(["method", "control"])):
-                colour = COLOURS["mathneuro"] if method == "mathneuro" else "0.35"
-                label = f"MathNeuro vs {control}" if method == "mathneuro" else f"TopK({control})"
+                colour = COLOURS[SPECIFIC] if method == SPECIFIC else "0.35"
+                label = set_name(method, control)
                 stats = _spread(group, ["n_samples"], "value").sort_values("n_samples")
                 ax.plot(stats["n_samples"], stats["mean"], marker="o", color=colour,
                         ls=STYLES[i % len(STYLES)], label=label)
@@ -192,6 +192,40 @@ def plot_consistency(table: pd.DataFrame, path: str | Path) -> None:
             _log_ticks(ax, rows["n_samples"])
             ax.set(ylim=(0, 1.02), xlabel="samples per identification (log)", ylabel=metric.replace("_", " "),
                    title=model if len(models) > 1 else metric.replace("_", " "))
+    _save(fig, path, *_legend(axes))
+
+
+def plot_layer_overlap(table: pd.DataFrame, path: str | Path) -> None:
+    """Where two independent identifications agree: the Jaccard of their sets per layer, one line
+    per module type (mean over the seed pairs, their range as a band), one row of panels per set
+    (the skill-specific set against each control, each data set's TopK set) and one column per
+    sample count. Matrices outside the blocks (no layer) and layers and modules where neither set
+    selects anything (union 0) are not drawn."""
+    if len(table):
+        table = table[table["layer"].notna() & (table["union"] > 0)]
+    if table.empty:
+        return _empty(path, "per-layer consistency results")
+    modules = sorted(table["module"].unique())
+    colours = {m: plt.get_cmap("tab10").colors[i % 10] for i, m in enumerate(modules)}
+    sets = sorted(set(table[["model", "method", "control"]].itertuples(index=False, name=None)),
+                  key=lambda s: (s[0], s[1] != SPECIFIC, s[1], s[2]))
+    ns = sorted(table["n_samples"].unique())
+    fig, axes = _panels(sets, ns, width=3.2, height=2.6)
+    for row, (model, method, control) in enumerate(sets):
+        for col, n in enumerate(ns):
+            ax = axes[row][col]
+            rows = table[(table["model"] == model) & (table["method"] == method) & (table["control"] == control)
+                         & (table["n_samples"] == n)]
+            for module in modules:
+                stats = _spread(rows[rows["module"] == module], ["layer"], "jaccard").sort_values("layer")
+                layers = stats["layer"].to_numpy(dtype=float)
+                ax.plot(layers, stats["mean"], marker="o", ms=3, color=colours[module], label=module)
+                ax.fill_between(layers, stats["low"], stats["high"], color=colours[module], alpha=0.15, lw=0)
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+            title = set_name(method, control) + (f", {model}" if len({s[0] for s in sets}) > 1 else "")
+            ax.set(ylim=(0, 1.02), title=f"{title}, n = {n}", xlabel="layer" if row == len(sets) - 1 else "",
+                   ylabel="Jaccard" if col == 0 else "")
+            ax.title.set_fontsize(9)
     _save(fig, path, *_legend(axes))
 
 
@@ -213,7 +247,7 @@ def plot_layers(table: pd.DataFrame, path: str | Path) -> None:
         ax.set_xticks(range(grid.shape[1]), grid.columns, rotation=45, ha="right", fontsize=7)
         ax.set_yticks(range(grid.shape[0]), [int(i) for i in grid.index], fontsize=7)
         size = f"K = {k:.2%}"
-        title = f"{_label(method)}" + ("" if control == "none" else f" vs {control}")
+        title = set_name(method, control)
         ax.set(title=f"{title}\n{size}" + (f", {model}" if sets["model"].nunique() > 1 else ""), ylabel="layer")
         ax.title.set_fontsize(9)
         fig.colorbar(image, ax=ax, label="% of the matrix selected", shrink=0.8)
@@ -231,9 +265,9 @@ def plot_share(table: pd.DataFrame, path: str | Path) -> None:
     for row, model in enumerate(models):
         ax = axes[row][0]
         rows = table[table["model"] == model]
-        controls = sorted(c for c in rows["control"].unique() if c != "none")
+        controls = sorted(c for c in rows["control"].unique() if c != NO_CONTROL)
         for (method, control), group in rows.groupby(["method", "control"]):
-            label = _label(method) + ("" if control == "none" else f" vs {control}")
+            label = set_name(method, control)
             ls = STYLES[controls.index(control) % len(STYLES)] if control in controls else "-"
             stats = _spread(group, ["k_fraction"], "share_of_model").sort_values("k_fraction")
             ax.plot(stats["k_fraction"] * 100, stats["mean"], marker="o", ms=3, color=COLOURS.get(method), ls=ls,
@@ -297,7 +331,7 @@ def plot_specificity(table: pd.DataFrame, path: str | Path) -> None:
             ax = axes[row][col]
             for (method, control), group in points[points["model"] == model].groupby(["method", "control"]):
                 ax.plot(group[False], group[True], "o", color=COLOURS.get(method),
-                        label=_label(method) + ("" if control == "none" else f" vs {control}"))
+                        label=set_name(method, control))
                 for x, y, factor in zip(group[False], group[True], group["factor"]):
                     ax.annotate(f"x{factor:g}", (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
             ax.axhline(0, color="black", lw=0.8)
@@ -307,6 +341,62 @@ def plot_specificity(table: pd.DataFrame, path: str | Path) -> None:
     _save(fig, path, *_legend(axes))
 
 
+def _heatmap(ax, matrix: pd.DataFrame, *, title: str, label: str, centred: bool) -> None:
+    """``matrix`` as coloured cells with their values written in, rows and columns labelled."""
+    values = matrix.to_numpy(dtype=float)
+    bound = np.nanmax(np.abs(values)) if np.isfinite(values).any() else 1.0
+    image = ax.imshow(values, cmap="RdBu" if centred else "viridis", aspect="auto",
+                      vmin=-bound if centred else 0, vmax=bound if centred else 1)
+    for (i, j), value in np.ndenumerate(values):
+        if np.isfinite(value):
+            dark = abs(value) > 0.6 * bound if centred else value < 0.5
+            ax.text(j, i, f"{value:.2f}" if not centred else f"{value:+.1f}", ha="center", va="center", fontsize=7,
+                    color="white" if dark else "black")
+    ax.set_xticks(range(matrix.shape[1]), matrix.columns, rotation=30, ha="right", fontsize=7)
+    ax.set_yticks(range(matrix.shape[0]), matrix.index, fontsize=7)
+    ax.set_title(title, fontsize=9)
+    ax.figure.colorbar(image, ax=ax, label=label, shrink=0.8)
+
+
+def plot_subskills(table: pd.DataFrame, path: str | Path) -> None:
+    """The sub-skill matrix: each sub-skill's set pruned (rows) against every evaluated task
+    (columns), the mean change from the unedited model over the repeats (accuracies in points),
+    one panel per model and K. A diagonal says the parts live apart."""
+    if table.empty:
+        return _empty(path, "sub-skill study")
+    from mathneuro.summary import pick_metric
+
+    metric = {t: pick_metric(list(table.loc[table["task"] == t, "metric"].unique())) for t in table["task"].unique()}
+    rows = table[table["metric"] == table["task"].map(metric)]
+    rows = rows[rows["task"].isin(_headline_tasks(rows))]
+    points = rows["value"].between(0, 1) & rows["base_value"].between(0, 1)
+    rows = rows.assign(shown=rows["change"].where(~points, rows["change"] * 100))
+    panels = sorted(set(rows[["model", "k"]].itertuples(index=False, name=None)))
+    fig, axes = _panels(panels, [0], width=1.0 + 0.9 * rows["task"].nunique(), height=0.6 + 0.5 * rows["skill"].nunique())
+    for ax, (model, k) in zip(axes[:, 0], panels):
+        mine = rows[(rows["model"] == model) & (rows["k"] == k)]
+        matrix = mine.pivot_table(index="skill", columns="task", values="shown", aggfunc="mean")
+        _heatmap(ax, matrix, title=f"{model}, K {k}: each set pruned (rows)", label="change (points)", centred=True)
+    _save(fig, path)
+
+
+def plot_subskill_overlap(table: pd.DataFrame, path: str | Path) -> None:
+    """How much the sub-skills' sets share: the Jaccard of every pair (mean over the repeats), one
+    panel per model and K."""
+    if table.empty:
+        return _empty(path, "sub-skill study")
+    panels = sorted(set(table[["model", "k"]].itertuples(index=False, name=None)))
+    n = table["skill_a"].nunique()
+    fig, axes = _panels(panels, [0], width=1.5 + 1.0 * n, height=0.8 + 0.6 * n)
+    for ax, (model, k) in zip(axes[:, 0], panels):
+        mine = table[(table["model"] == model) & (table["k"] == k)]
+        matrix = mine.pivot_table(index="skill_a", columns="skill_b", values="jaccard", aggfunc="mean")
+        skills = sorted(set(matrix.index) | set(matrix.columns))
+        _heatmap(ax, matrix.reindex(index=skills, columns=skills), title=f"{model}, K {k}: the sets' Jaccard",
+                 label="Jaccard", centred=False)
+    _save(fig, path)
+
+
 DRAW = {  # figure (mathneuro.analyses.FIGURES) -> how it is drawn from its table
     "pruning": plot_pruning,
     "scaling": plot_scaling,
@@ -314,8 +404,11 @@ DRAW = {  # figure (mathneuro.analyses.FIGURES) -> how it is drawn from its tabl
     "specificity": plot_specificity,
     "data_efficiency": plot_data_efficiency,
     "consistency": plot_consistency,
+    "layer_overlap": plot_layer_overlap,
     "layers": plot_layers,
     "share": plot_share,
+    "subskills": plot_subskills,
+    "subskill_overlap": plot_subskill_overlap,
 }
 assert set(DRAW) == set(FIGURES), "every figure of mathneuro.analyses.FIGURES needs a way to draw it"
 

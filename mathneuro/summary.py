@@ -3,9 +3,10 @@
 ``python -m mathneuro.summary results/tables/toy`` prints, as Markdown, the pruning table at each K
 (the unedited model, then every method and control: the set's size and the mean accuracy over the
 repeats on every task), the scaling and data-efficiency tables in the same layout, and the
-consistency of two identifications. Every number comes from the study's ``*_summary.parquet``
-tables (means over the repeats), so a reader compares their own run with the README's like with
-like: training drifts across machines, and the README's tables are one machine's run.
+consistency of two identifications, whole and by layer and module type. Every number comes from
+the study's ``*_summary.parquet`` tables (means over the repeats), so a reader compares their own
+run with the README's like with like: training drifts across machines, and the README's tables
+are one machine's run.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from pathlib import Path
 import pandas as pd
 
 from mathneuro.evaluate import BPB_PREFIX, is_bpb_task, is_generated_task
+from mathneuro.methods import METHODS, SPECIFIC, describe, set_name
+from mathneuro.tasks import project_task_names
 
 # A task's metric, first found: exact match of the toy and GSM8K, accuracy of multiple choice.
 METRICS = ("exact_match,none", "exact_match,strict-match", "exact_match,flexible-extract", "acc,none")
 TASK_LABELS = {"toy_math": "math", "toy_math_reworded": "reworded math", "toy_reading": "reading",
-               "toy_facts": "facts"}
-METHOD_ORDER = ("mathneuro", "random", "wanda", "lape", "mathneuro_all")
+               "toy_facts": "facts", "toy_math_add": "addition", "toy_math_sub": "subtraction",
+               "toy_math_mul": "multiplication"}
 
 
 def pick_metric(metrics: Sequence[str]) -> str:
@@ -61,8 +64,9 @@ def columns(tasks: Sequence[str]) -> dict[str, list[str]]:
     order = {t: i for i, t in enumerate(TASK_LABELS)}
     tasks = sorted(dict.fromkeys(tasks), key=lambda t: (order.get(t, len(order)), t))
     families: dict[str, list[str]] = {}
+    own = project_task_names()  # the toy's, EGSM: no lm-eval family
     for task in tasks:
-        if "_" in task and not is_generated_task(task):
+        if "_" in task and not is_generated_task(task) and task not in own:
             families.setdefault(task.split("_", 1)[0], []).append(task)
     out: dict[str, list[str]] = {}
     for task in tasks:
@@ -76,22 +80,11 @@ def columns(tasks: Sequence[str]) -> dict[str, list[str]]:
 
 def set_label(method: str, control: str, skill: str, k: str, k_fraction: float) -> str:
     """How the README names a set: 'MathNeuro (math − reading)', 'Wanda (top 5% on math)'..."""
-    share = f"{100 * k_fraction:g}%"
-    if method == "mathneuro":
-        return f"MathNeuro ({skill} − {control})"
-    if method == "mathneuro_all":
-        return f"MathNeuro-all ({skill} − {' ∪ '.join(control.split('+'))})"
-    if method == "random":
-        return f"random, same count per matrix ({control})"
-    if method == "wanda":
-        return f"Wanda (top {share} on {skill})"
-    if method == "lape":
-        return f"LAPE (top_rate {share}, {skill} against {control})"
-    return f"{method} ({control})"
+    return describe(method, skill=skill, control=control, k_fraction=k_fraction)
 
 
 def _ordered(pairs) -> list[tuple[str, str]]:
-    rank = {m: i for i, m in enumerate(METHOD_ORDER)}
+    rank = {m: i for i, m in enumerate(METHODS)}
     return sorted(pairs, key=lambda mc: (rank.get(mc[0], len(rank)), mc[0], mc[1]))
 
 
@@ -138,7 +131,7 @@ def set_size(share: pd.DataFrame | None, method: str, control: str, k: str, n_sa
         return ""
     selected, of_targets = float(row["selected_mean"].iloc[0]), float(row["share_of_targets_mean"].iloc[0])
     text = f"{selected:,.0f} ({100 * of_targets:.2f}% of the matrices"
-    if method == "lape" and hidden_size:
+    if method in METHODS and METHODS[method].neurons and hidden_size:
         text += f", {selected / hidden_size:g} neurons"
     return text + ")"
 
@@ -149,7 +142,7 @@ def consistency_table(summary: pd.DataFrame) -> pd.DataFrame:
     TopK set ("TopK(<data set>)")."""
     pivot = summary.pivot_table(index=["method", "control", "n_samples"], columns="metric", values="value_mean")
     out = pivot.reset_index()
-    sets = [f"MathNeuro vs {c}" if m == "mathneuro" else f"TopK({c})" for m, c in zip(out["method"], out["control"])]
+    sets = [set_name(m, c) for m, c in zip(out["method"], out["control"])]
     return pd.DataFrame({"set": sets, "n": out["n_samples"].astype(int),
                          "Jaccard": out["jaccard"].map(lambda v: f"{v:.2f}"),
                          "overlap rate": out["overlap_rate"].map(lambda v: f"{v:.2f}")})
@@ -175,18 +168,87 @@ def layer_rows(layers: pd.DataFrame, method: str, k: str, bins: int = 6) -> pd.D
     if rows.empty:
         raise ValueError(f"no {method} sets at k={k!r} in the layers table")
     controls = rows["control"].nunique()
-    layer = pd.to_numeric(rows["layer"], errors="coerce")
-    count = int(layer.max()) + 1
-    edges = [round(i * count / bins) for i in range(bins + 1)]
 
     def row(label: str, part: pd.DataFrame) -> list[str]:
         return [label, f"{100 * part['share_of_selected_mean'].sum() / controls:.1f}",
                 f"{100 * part['selected_mean'].sum() / part['numel_mean'].sum():.2f}"]
 
-    out = [row(f"layers {lo}–{hi - 1}" if hi - lo > 1 else f"layer {lo}", rows[(layer >= lo) & (layer < hi)])
-           for lo, hi in zip(edges, edges[1:]) if hi > lo]
+    out = [row(label, rows[which]) for label, which in layer_groups(rows["layer"], bins)]
     out += [row(str(module), part) for module, part in rows.groupby("module", sort=True)]
     return pd.DataFrame(out, columns=["where", "% of the set", "% of those matrices selected"])
+
+
+def layer_groups(layer: pd.Series, bins: int) -> list[tuple[str, pd.Series]]:
+    """The layers 0..max split into ``bins`` runs of consecutive layers ("layers 0–3", "layer 4"):
+    each run's label and which entries of ``layer`` fall in it (none with no layer)."""
+    layer = pd.to_numeric(layer, errors="coerce").astype("float64")
+    count = int(layer.max()) + 1
+    edges = [round(i * count / bins) for i in range(bins + 1)]
+    return [(f"layers {lo}–{hi - 1}" if hi - lo > 1 else f"layer {lo}", (layer >= lo) & (layer < hi))
+            for lo, hi in zip(edges, edges[1:]) if hi > lo]
+
+
+def layer_overlap_rows(summary: pd.DataFrame, bins: int = 6) -> pd.DataFrame:
+    """Where two independent identifications agree, at the largest sample count: one column per
+    set ("MathNeuro vs <control>", "TopK(<data set>)"), one row for the whole model, each run of
+    layers (``layer_groups``) and each module type, each cell "Jaccard (overlap rate)" of the
+    matrices there pooled (summed intersections over summed unions and sizes, means over the
+    seed pairs; 1.0 where both sets are empty, as ``mathneuro.masks.overlap``)."""
+    rows = summary[summary["n_samples"] == summary["n_samples"].max()]
+    if rows.empty:
+        raise ValueError("no rows in the layer_overlap table")
+    models = rows["model"].nunique()
+    sets = sorted(set(rows[["model", "method", "control"]].itertuples(index=False, name=None)),
+                  key=lambda s: (s[0], s[1] != SPECIFIC, s[1], s[2]))
+
+    def cell(part: pd.DataFrame) -> str:
+        inter, union, size = (part[f"{c}_mean"].sum() for c in ("intersection", "union", "size_a"))
+        return f"{inter / union if union else 1.0:.2f} ({inter / size if size else 1.0:.2f})"
+
+    everywhere = pd.Series(True, index=rows.index)
+    groups = [("all", everywhere), *layer_groups(rows["layer"], bins)]
+    groups += [(str(module), rows["module"] == module) for module in sorted(rows["module"].unique())]
+    out = {"where": [label for label, _ in groups]}
+    for model, method, control in sets:
+        mine = (rows["model"] == model) & (rows["method"] == method) & (rows["control"] == control)
+        name = set_name(method, control) + (
+            f", {model}" if models > 1 else "")
+        out[name] = [cell(rows[mine & which]) for _, which in groups]
+    return pd.DataFrame(out)
+
+
+def subskill_rows(summary: pd.DataFrame, k: str) -> pd.DataFrame:
+    """The sub-skill matrix at K ``k``: one row per pruned sub-skill set, per evaluated task (a
+    family as its mean) the mean change from the unedited model, proportions in points."""
+    rows = summary[summary["k"] == k]
+    if rows.empty:
+        raise ValueError(f"no sub-skill rows at k={k!r}")
+    metric = {t: pick_metric(list(rows.loc[rows["task"] == t, "metric"].unique())) for t in rows["task"].unique()}
+    rows = rows[rows["metric"] == rows["task"].map(metric)]
+    shown = columns(rows["task"])
+
+    def cell(change: float, task: str) -> str:
+        if pd.isna(change):
+            return ""
+        proportion = metric[task].split(",")[0] in PROPORTIONS
+        return f"{100 * change:+.1f}" if proportion else f"{change:+.3f}"
+
+    out = []
+    for skill in dict.fromkeys(rows["skill"]):
+        change = rows[rows["skill"] == skill].groupby("task")["change_mean"].mean()
+        out.append([skill, *(cell(change.reindex(tasks).mean(skipna=False), tasks[0]) for tasks in shown.values())])
+    return pd.DataFrame(out, columns=["pruned set", *shown])
+
+
+def subskill_overlap_rows(summary: pd.DataFrame, k: str) -> pd.DataFrame:
+    """The Jaccard of every pair of sub-skill sets at K ``k`` (mean over the repeats)."""
+    rows = summary[summary["k"] == k]
+    matrix = rows.pivot_table(index="skill_a", columns="skill_b", values="jaccard_mean", aggfunc="mean")
+    skills = sorted(set(matrix.index) | set(matrix.columns))
+    matrix = matrix.reindex(index=skills, columns=skills)
+    out = matrix.map(lambda v: "" if pd.isna(v) else f"{v:.2f}").reset_index(names="set")
+    out.columns.name = None
+    return out
 
 
 def markdown(frame: pd.DataFrame) -> str:
@@ -225,8 +287,9 @@ def report(folder: str | Path, skill: str | None = None) -> str:
     pruning, share = _read(folder, "pruning"), _read(folder, "share")
     if pruning is None:
         raise FileNotFoundError(f"{folder}/pruning_summary.parquet: not a study's tables folder")
-    if skill is None:  # the skill is in the MathNeuro sets' labels only through the tasks
-        skill = "math"
+    if skill is None:  # the study's skill labels its rows (tables of older runs: the tasks' name)
+        labelled = pruning["skill"].dropna() if "skill" in pruning else pd.Series(dtype=str)
+        skill = str(labelled.iloc[0]) if len(labelled) else "math"
     model = str(pruning["model"].iloc[0])
     hidden = _hidden_size(folder, model)
     written = datetime.fromtimestamp((folder / "pruning_summary.parquet").stat().st_mtime, timezone.utc)
@@ -265,15 +328,29 @@ def report(folder: str | Path, skill: str | None = None) -> str:
     if share is not None and len(share):
         parts.append(f"Size of the sets:\n\n{markdown(share_rows(share))}")
     layers = _read(folder, "layers")
-    if layers is not None and len(layers) and (layers["method"] == "mathneuro").any():
-        mathneuro = layers[layers["method"] == "mathneuro"]
-        used = ks(mathneuro)
+    if layers is not None and len(layers) and (layers["method"] == SPECIFIC).any():
+        specific = layers[layers["method"] == SPECIFIC]
+        used = ks(specific)
         k = used[len(used) // 2]  # the median K, as the layers figure
-        parts.append(f"Where the MathNeuro sets lie, {k_text(mathneuro, k)}:\n\n"
-                     f"{markdown(layer_rows(layers, 'mathneuro', k))}")
+        parts.append(f"Where the {METHODS[SPECIFIC].label} sets lie, {k_text(specific, k)}:\n\n"
+                     f"{markdown(layer_rows(layers, SPECIFIC, k))}")
     consistency = _read(folder, "consistency")
     if consistency is not None and len(consistency):
         parts.append(f"Consistency of two identifications:\n\n{markdown(consistency_table(consistency))}")
+    layer_overlap = _read(folder, "layer_overlap")
+    if layer_overlap is not None and len(layer_overlap):
+        n = int(layer_overlap["n_samples"].max())
+        parts.append(f"Where two identifications agree (n = {n}), Jaccard (overlap rate) of the matrices in each "
+                     f"row:\n\n{markdown(layer_overlap_rows(layer_overlap))}")
+    subskills, overlaps = _read(folder, "subskills"), _read(folder, "subskill_overlap")
+    if subskills is not None and len(subskills):
+        for k in ks(subskills):
+            parts.append(f"Sub-skills, each set pruned ({', '.join(dict.fromkeys(subskills['edit']))}), "
+                         f"{k_text(subskills, k)}: change from the unedited model (points)\n\n"
+                         f"{markdown(subskill_rows(subskills, k))}")
+            if overlaps is not None and len(overlaps) and (overlaps["k"] == k).any():
+                parts.append(f"Sub-skills' sets against the controls alone, Jaccard of each pair, {k_text(subskills, k)}:"
+                             f"\n\n{markdown(subskill_overlap_rows(overlaps, k))}")
     return "\n\n".join(parts) + "\n"
 
 

@@ -61,7 +61,10 @@ from typing import Any, Callable
 
 Record = dict[str, Any]
 
-TASKS = ("math", "math_reworded", "reading", "facts")
+# Sub-skills of math: math's own records of one operation (same draw, filtered), so their test
+# items are math's held-out ones and their train items texts the toy model has trained on.
+OPERATIONS = {"math_add": "add", "math_sub": "sub", "math_mul": "mul"}
+TASKS = ("math", "math_reworded", "reading", "facts", *OPERATIONS)
 SPLITS = ("train", "test")
 
 NAMES = (
@@ -128,6 +131,7 @@ MIN_ENTITIES = 16
 # task YAMLs (mathneuro.evaluate) render the same prompt, and config.yaml's data set templates
 # must render the training text (tested).
 PROMPTS = {"math": "Question: {question}\nAnswer:", "math_reworded": "Question: {question}\nAnswer:", "reading": "{question}\nAnswer:", "facts": "{question}\nAnswer:"}
+PROMPTS |= {task: PROMPTS["math"] for task in OPERATIONS}
 
 
 def prompt_text(task: str, record: Record) -> str:
@@ -238,7 +242,8 @@ def _math_record(rng: random.Random, split: str, index: int,
 
 
 def _generate_math(n_train: int, n_test: int, rng: random.Random,
-                   task: str = "math") -> dict[str, list[Record]]:
+                   task: str = "math", operation: str | None = None) -> dict[str, list[Record]]:
+    """Math records; with ``operation``, those of the same draw that use it (ids unchanged)."""
     test_keys: list[tuple[str, int, int]] = []
     seen: set[tuple[str, int, int]] = set()
     while len(test_keys) < n_test:
@@ -247,12 +252,16 @@ def _generate_math(n_train: int, n_test: int, rng: random.Random,
             seen.add(key)
             test_keys.append(key)
     test = [_math_record(rng, "test", i, k, task) for i, k in enumerate(test_keys)]
-    train = []
+    train, train_keys = [], []
     while len(train) < n_train:
         key = _math_operands(rng)
         if key not in seen:
             train.append(_math_record(rng, "train", len(train), key, task))
-    return {"train": train, "test": test}
+            train_keys.append(key)
+    if operation is None:
+        return {"train": train, "test": test}
+    keep = lambda records, keys: [r for r, k in zip(records, keys) if k[0] == operation]  # noqa: E731
+    return {"train": keep(train, train_keys), "test": keep(test, test_keys)}
 
 
 # ---------------------------------------------------------------- multiple choice
@@ -346,16 +355,19 @@ def check_task(task: str) -> None:
 
 
 def generate(task: str, *, n_train: int, n_test: int, seed: int) -> dict[str, list[Record]]:
-    """Generate ``{"train": [...], "test": [...]}`` records of ``task`` under ``seed``."""
+    """Generate ``{"train": [...], "test": [...]}`` records of ``task`` under ``seed``. A math
+    operation's task (``OPERATIONS``) holds the records of math's draw with the same sizes and
+    seed that use that operation, so its sizes must be math's."""
     check_task(task)
     if n_train < 0 or n_test < 0:
         raise ValueError(f"n_train and n_test must be >= 0, got {n_train}, {n_test}")
-    rng = random.Random(f"{task}-{seed}")
+    rng = random.Random(f"{'math' if task in OPERATIONS else task}-{seed}")
     generators: dict[str, Callable[[], dict[str, list[Record]]]] = {
         "math": lambda: _generate_math(n_train, n_test, rng),
         "math_reworded": lambda: _generate_math(n_train, n_test, rng, "math_reworded"),
         "reading": lambda: _generate_reading(n_train, n_test, rng),
         "facts": lambda: _generate_facts(n_train, n_test, seed, rng),
+        **{t: (lambda op=op: _generate_math(n_train, n_test, rng, operation=op)) for t, op in OPERATIONS.items()},
     }
     return generators[task]()
 

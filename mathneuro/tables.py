@@ -1,5 +1,5 @@
-"""The paper's tables as tidy pandas frames: pruning, scaling, data efficiency, consistency,
-layers, share.
+"""The paper's tables as tidy pandas frames: pruning, scaling, data efficiency, consistency (and
+its split by layer, layer_overlap), layers, share.
 
 Every table has one row per result with typed identifying columns (model, method, control, k,
 k_fraction, edit, factor, n_samples, seed, ...) and, for each, a summary over repeats (seeds):
@@ -15,16 +15,18 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from mathneuro.methods import NO_CONTROL
+from mathneuro.methods import NO_CONTROL, TOP_K
 
 if TYPE_CHECKING:  # masks pull in torch; the table jobs that do not need it start faster
     from mathneuro.masks import ParameterMask
 
 
 _LAYER = re.compile(r"\.(\d+)\.")
+_EXPERT = re.compile(r"\[\d+\]$")  # one expert's target of a fused weight: <parameter>[<expert>]
 EVAL_MEASURES = ["value", "stderr", "base_value", "change", "relative_change"]
 EVAL_COLUMNS = {  # column -> dtype of the pruning and scaling tables, in this order
-    "model": "string", "method": "string", "control": "string", "k": "string", "k_fraction": "float64",
+    "model": "string", "skill": "string", "method": "string", "control": "string", "k": "string",
+    "k_fraction": "float64", "control_k_fraction": "float64",
     "edit": "string", "factor": "float64", "n_samples": "Int64", "seed": "Int64", "suite": "string",
     "task": "string", "metric": "string", "n": "Int64", "value": "float64", "stderr": "float64",
     "apply_chat_template": "boolean", "fewshot_as_multiturn": "boolean", "system_instruction": "string",
@@ -38,7 +40,10 @@ SAMPLE_COLUMNS = {  # column -> dtype of the samples table: what each variant an
 
 
 def parameter_location(name: str) -> tuple[int | None, str]:
-    """(block index, module type) of a parameter name such as ``model.layers.3.mlp.up_proj.weight``."""
+    """(block index, module type) of a parameter name such as ``model.layers.3.mlp.up_proj.weight``;
+    an expert's target of a fused weight (``model.layers.3.mlp.experts.gate_up_proj[5]``) sits where
+    its parameter does (3, ``gate_up_proj``)."""
+    name = _EXPERT.sub("", name)
     match = _LAYER.search(f".{name}.")
     parts = name.split(".")
     module = parts[-2] if parts[-1] in ("weight", "bias") and len(parts) > 1 else parts[-1]
@@ -60,12 +65,12 @@ def mask_counts(mask: ParameterMask, *, model_parameters: int, **labels) -> pd.D
 
 
 def name_top_k_set(counts: pd.DataFrame, *, skill: str, method: str) -> pd.DataFrame:
-    """TopK sets' counts are labelled by data set (method "topk", control = the data set) since
+    """TopK sets' counts are labelled by data set (method TOP_K, control = the data set) since
     every study of a model shares them; the skill's set becomes ``method``'s (Wanda's), without a
     control. The rows of other data sets' TopK sets are dropped."""
-    top_k = counts["method"] == "topk"
+    top_k = counts["method"] == TOP_K
     counts = counts[~top_k | (counts["control"] == skill)].copy()
-    counts.loc[counts["method"] == "topk", ["method", "control"]] = [method, NO_CONTROL]
+    counts.loc[counts["method"] == TOP_K, ["method", "control"]] = [method, NO_CONTROL]
     return counts.reset_index(drop=True)
 
 
@@ -83,6 +88,44 @@ def pair_overlaps(masks: Mapping[int, ParameterMask], **labels) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+OVERLAP_COUNTS = ["numel", "size_a", "size_b", "intersection", "union"]
+OVERLAP_MEASURES = [*OVERLAP_COUNTS, "jaccard", "overlap_rate"]
+
+
+def layer_overlap(a: ParameterMask, b: ParameterMask, **labels) -> pd.DataFrame:
+    """Where two sets over the same matrices agree: one row per (layer, module type) with the
+    ``labels`` as columns, the entries of those matrices (``numel``), each set's size there, their
+    intersection and union, and :func:`mathneuro.masks.overlap`'s Jaccard and overlap rate of
+    these counts (1.0 where neither set selects anything). A fused expert weight is one matrix,
+    its experts summed, as in :func:`layer_table`; a matrix outside the blocks has layer NA. The
+    counts add up to the whole masks': ``overlap(a, b)`` is the measures of the rows' sums."""
+    from mathneuro.masks import overlap_measures
+
+    a.check_shapes(b.shapes, what="the other mask")
+    rows = []
+    for name, mine in a.items():
+        theirs = b[name].to(mine.device)
+        rows.append((*parameter_location(name), mine.numel(), int(mine.count_nonzero()), int(theirs.count_nonzero()),
+                     int((mine & theirs).count_nonzero()), int((mine | theirs).count_nonzero())))
+    counts = pd.DataFrame(rows, columns=["layer", "module", *OVERLAP_COUNTS])
+    counts = counts.astype({"layer": "Int64", "module": "string"} | dict.fromkeys(OVERLAP_COUNTS, "int64"))
+    table = counts.groupby(["layer", "module"], dropna=False, as_index=False, sort=True)[OVERLAP_COUNTS].sum()
+    measures = [overlap_measures(*row) for row in table[["size_a", "size_b", "intersection", "union"]].itertuples(
+        index=False)]
+    for measure in ("jaccard", "overlap_rate"):
+        table[measure] = pd.Series([m[measure] for m in measures], index=table.index, dtype="float64")
+    return table.assign(**labels)[[*labels, "layer", "module", *OVERLAP_MEASURES]]
+
+
+def pair_layer_overlaps(masks: Mapping[int, ParameterMask], **labels) -> pd.DataFrame:
+    """:func:`layer_overlap` of every pair of independently identified sets (keys are the draws'
+    seeds, as in :func:`pair_overlaps`, whose pairs these rows split by layer and module type)."""
+    frames = [layer_overlap(masks[seed_a], masks[seed_b], **labels, seed_a=seed_a, seed_b=seed_b)
+              for seed_a, seed_b in itertools.combinations(sorted(masks), 2)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=[*labels, "seed_a", "seed_b", "layer", "module", *OVERLAP_MEASURES])
+
+
 def with_baseline(evaluations: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
     """Add each result's unedited value (same model, suite, task, metric) and the change from it."""
     keys = ["model", "suite", "task", "metric"]
@@ -95,7 +138,8 @@ def with_baseline(evaluations: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame
 
 def layer_table(counts: pd.DataFrame) -> pd.DataFrame:
     """Selected parameters per (mask, layer, module type), and their share of the matrix and the mask."""
-    keys = ["model", "method", "control", "k", "k_fraction", "n_samples", "seed"]
+    counts = with_control_k(counts)
+    keys = ["model", "method", "control", "k", "k_fraction", "control_k_fraction", "n_samples", "seed"]
     grouped = counts.groupby(keys + ["layer", "module"], dropna=False, as_index=False)[["selected", "numel"]].sum()
     grouped["share_of_matrices"] = grouped["selected"] / grouped["numel"]
     total = grouped.groupby(keys, dropna=False)["selected"].transform("sum")
@@ -105,7 +149,8 @@ def layer_table(counts: pd.DataFrame) -> pd.DataFrame:
 
 def share_table(counts: pd.DataFrame) -> pd.DataFrame:
     """Selected parameters as a share of the scored matrices and of all the model's parameters."""
-    keys = ["model", "method", "control", "k", "k_fraction", "n_samples", "seed"]
+    counts = with_control_k(counts)
+    keys = ["model", "method", "control", "k", "k_fraction", "control_k_fraction", "n_samples", "seed"]
     table = counts.groupby(keys, dropna=False, as_index=False).agg(
         selected=("selected", "sum"), target_parameters=("numel", "sum"), model_parameters=("model_parameters", "first")
     )
@@ -132,29 +177,78 @@ def select(table: pd.DataFrame, allowed: Mapping[str, Sequence]) -> pd.DataFrame
     return table[keep].reset_index(drop=True)
 
 
+def set_overlaps(masks: Mapping[str, ParameterMask], **labels) -> pd.DataFrame:
+    """Overlap of every ordered pair of different sets (keys: their skills), the rate asymmetric:
+    how much of ``skill_a``'s set ``skill_b``'s holds."""
+    from mathneuro.masks import overlap
+
+    rows = []
+    for a, b in itertools.permutations(masks, 2):
+        stats = overlap(masks[a], masks[b])
+        rows.append({**labels, "skill_a": a, "skill_b": b, "size_a": stats["size_a"], "size_b": stats["size_b"],
+                     "intersection": stats["intersection"], "jaccard": float(stats["jaccard"]),
+                     "overlap_rate": float(stats["overlap_rate"])})
+    return pd.DataFrame(rows, columns=[*labels, "skill_a", "skill_b", "size_a", "size_b", "intersection",
+                                       "jaccard", "overlap_rate"])
+
+
+SET_OVERLAP_MEASURES = ["size_a", "size_b", "intersection", "jaccard", "overlap_rate"]
+
+
+def with_control_k(frame: pd.DataFrame) -> pd.DataFrame:
+    """``control_k_fraction``, the K of the controls' TopK sets a set was made against, beside
+    ``k_fraction``: jobs record it only where it differs (identification.control_k), so elsewhere it
+    is ``k_fraction`` (and missing where that is, as for the unedited model)."""
+    if "k_fraction" not in frame:
+        return frame
+    frame = frame.copy()
+    given = frame["control_k_fraction"] if "control_k_fraction" in frame else pd.Series(float("nan"), index=frame.index)
+    frame["control_k_fraction"] = given.astype("float64").fillna(frame["k_fraction"].astype("float64"))
+    columns = list(frame.columns)
+    columns.remove("control_k_fraction")
+    columns.insert(columns.index("k_fraction") + 1, "control_k_fraction")
+    return frame[columns]
+
+
 def build_tables(
     evaluations: pd.DataFrame,
     counts: pd.DataFrame,
     consistency: pd.DataFrame,
+    layer_overlaps: pd.DataFrame,
+    subskill_overlaps: pd.DataFrame | None = None,
     *,
     selections: Mapping[str, Mapping[str, Sequence]],
     skill_tasks: Sequence[str] = (),
+    skill: str | None = None,
 ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
     """Every table, each as (per-repeat table, summary over repeats). ``selections`` names the
     edit analyses (pruning, scaling, data_efficiency) and, for each, the values per column of the
-    evaluations it reads (see :func:`select`). Rows of ``skill_tasks`` (or their subtasks,
-    ``minerva_math_algebra`` of ``minerva_math``) are marked ``skill_task``."""
-    evaluations = evaluations.reindex(columns=list(EVAL_COLUMNS)).astype(EVAL_COLUMNS)
+    evaluations it reads (see :func:`select`). ``consistency`` and ``layer_overlaps`` are the rows
+    of :func:`pair_overlaps` and :func:`pair_layer_overlaps`, summarized over seed pairs. Rows of
+    ``skill_tasks`` (or their subtasks, ``minerva_math_algebra`` of ``minerva_math``) are marked
+    ``skill_task``. Evaluations without a ``skill`` label are of the study's ``skill``'s sets; the
+    sub-skill study's are labelled, and ``subskill_overlaps`` are its sets' :func:`set_overlaps`,
+    summarized over seeds."""
+    evaluations = with_control_k(evaluations).reindex(columns=list(EVAL_COLUMNS)).astype(EVAL_COLUMNS)
+    edited_rows = evaluations["method"] != "base"
+    evaluations.loc[edited_rows, "skill"] = evaluations.loc[edited_rows, "skill"].fillna(skill)
     base = evaluations[evaluations["method"] == "base"]
     edited = with_baseline(evaluations[evaluations["method"] != "base"], base)
     edited["skill_task"] = edited["task"].map(lambda t: any(t == s or t.startswith(s + "_") for s in skill_tasks))
     edits = {name: select(edited, allowed) for name, allowed in selections.items()}
-    counts = counts.drop_duplicates(subset=["model", "method", "control", "k", "n_samples", "seed", "parameter"])
+    counts = with_control_k(counts).drop_duplicates(
+        subset=["model", "method", "control", "k", "control_k_fraction", "n_samples", "seed", "parameter"])
+    consistency, layer_overlaps = with_control_k(consistency), with_control_k(layer_overlaps)
+    if subskill_overlaps is None or subskill_overlaps.empty:
+        subskill_overlaps = set_overlaps({}, model="", method="", n_samples=0, seed=0, k="", k_fraction=0.0)
+    subskill_overlaps = with_control_k(subskill_overlaps)
     layers, share = layer_table(counts), share_table(counts)
     return {
         **{name: (table, summarize(table, EVAL_MEASURES)) for name, table in edits.items()},
         "consistency": (consistency, summarize(consistency, ["value", "size_a", "size_b", "intersection"],
                                                over=("seed_a", "seed_b"))),
+        "layer_overlap": (layer_overlaps, summarize(layer_overlaps, OVERLAP_MEASURES, over=("seed_a", "seed_b"))),
+        "subskill_overlap": (subskill_overlaps, summarize(subskill_overlaps, SET_OVERLAP_MEASURES)),
         "layers": (layers, summarize(layers, ["selected", "numel", "share_of_matrices", "share_of_selected"])),
         "share": (share, summarize(share, ["selected", "target_parameters", "model_parameters",
                                            "share_of_targets", "share_of_model"])),

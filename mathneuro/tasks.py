@@ -10,14 +10,17 @@ instead (``dataset_path: json``, ``dataset_kwargs.data_files``). Groups are writ
 it alone (``TaskManager(include_path=folder, include_defaults=False)``), not lm-eval's ~15,000
 built-in YAMLs.
 
-The project's own synthetic tasks (``toy_*``, ``bpb_*``) are written by ``mathneuro.evaluate``;
-the tasks it defines once (EGSM) are YAML files in ``mathneuro/lm_tasks/``, which every suite
-finds beside lm-eval's own (``task_paths``).
+The tasks the project defines (EGSM, the toy's) are YAML files in ``mathneuro/lm_tasks/``, which
+every suite finds beside lm-eval's own (``task_paths``) and writes like them. The toy's data no hub
+holds (``LOCAL_ONLY``): ``local_data`` serves it, as the default config does with the files rule
+``synthetic_data`` writes. Only the bits-per-byte tasks (``bpb_*``) are written by
+``mathneuro.evaluate``, from the config's data sets.
 """
 
 from __future__ import annotations
 
 import json
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +30,10 @@ import yaml
 from mathneuro.data import local_entry, local_files
 
 MANIFEST = "suite.json"
-PROJECT_TASKS = Path(__file__).parent / "lm_tasks"  # the tasks this project defines (EGSM)
+PROJECT_TASKS = Path(__file__).parent / "lm_tasks"  # the tasks this project defines (EGSM, the toy's)
+# The namespace of the project tasks' data sets that no hub holds (the toy's synthetic tasks): only
+# local_data serves them.
+LOCAL_ONLY = "mathneuro/"
 # Splits a task config may read; every one it names must exist in the local files.
 SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_split")
 
@@ -37,19 +43,55 @@ def task_paths(include_path: str | Path | None = None) -> list[str]:
     return [str(PROJECT_TASKS), *([str(include_path)] if include_path else [])]
 
 
-def project_task_names() -> set[str]:
-    """The names of the tasks in ``PROJECT_TASKS``, read from their YAMLs without lm-eval (whose
-    import and index cost seconds in a dry run); tested equal to lm-eval's index of the folder."""
+def _project_yaml(path: Path) -> dict[str, Any]:
+    """A project task YAML over the file it ``include``s (relative to it), as lm-eval merges them;
+    ``!function`` helpers are not imported (None)."""
 
     class Loader(yaml.SafeLoader):
         pass
 
     Loader.add_constructor("!function", lambda loader, node: None)
-    names = set()
-    for path in PROJECT_TASKS.rglob("*.yaml"):
-        config = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)
-        names |= {config[key] for key in ("task", "group") if isinstance(config.get(key), str)}
-    return names
+    config = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader) or {}
+    include = config.pop("include", None)
+    return {**_project_yaml(path.parent / include), **config} if include else config
+
+
+@functools.cache
+def project_configs() -> dict[str, dict[str, Any]]:
+    """Task or group name -> its config, for every YAML in ``PROJECT_TASKS``, read without lm-eval
+    (whose import and index cost seconds in a dry run). Shared: do not modify."""
+    configs = {}
+    for path in sorted(PROJECT_TASKS.rglob("*.yaml")):
+        config = _project_yaml(path)
+        configs |= {config[key]: config for key in ("task", "group") if isinstance(config.get(key), str)}
+    return configs
+
+
+def project_task_names() -> set[str]:
+    """The names of the tasks in ``PROJECT_TASKS``; tested equal to lm-eval's index of the folder."""
+    return set(project_configs())
+
+
+def is_local_only(hub_id: Any) -> bool:
+    """Whether no hub holds data set ``hub_id`` (``LOCAL_ONLY``): only local_data can serve it."""
+    return isinstance(hub_id, str) and hub_id.startswith(LOCAL_ONLY)
+
+
+def local_only_data(task: str) -> str | None:
+    """The data set of project task ``task`` when no hub holds it, else None."""
+    hub_id = project_configs().get(task, {}).get("dataset_path")
+    return hub_id if is_local_only(hub_id) else None
+
+
+def unserved_tasks(suites: Mapping[str, Mapping[str, Any]], local_data: Mapping[str, Any]) -> list[str]:
+    """Messages naming every task a suite lists whose data only ``local_data`` can serve
+    (``local_only_data``) but does not."""
+    return [
+        f"evaluation.suites.{suite}.tasks has {task!r}, whose data set {hub_id} no hub holds: local_data "
+        f"needs an entry {hub_id!r} (the toy's: the files rule synthetic_data writes, as in config.yaml)"
+        for suite, entry in suites.items() for task in entry["tasks"]
+        if (hub_id := local_only_data(task)) and local_entry(local_data, hub_id) is None
+    ]
 
 
 def leaf_tasks(manager, names: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -90,6 +132,9 @@ def _redirect(name: str, cfg: Mapping[str, Any], local_data: Mapping[str, Any]) 
     """The config keys that point task ``name`` at local files, or {} when its data is not local."""
     hub_id = cfg.get("dataset_path")
     if not hub_id or local_entry(local_data, hub_id) is None:
+        if is_local_only(hub_id):
+            raise ValueError(f"lm-eval task {name!r} reads {hub_id}, which no hub holds; local_data has no "
+                             "entry for it")
         return {}
     splits = sorted({cfg[key] for key in SPLIT_KEYS if cfg.get(key)})
     try:
@@ -115,12 +160,12 @@ def write_suite(
 
     Returns (and writes as ``suite.json``) a manifest: per leaf task its source YAML and, when
     redirected, the local files it reads. Raises before writing anything when a task is unknown,
-    or its local data lacks a split the task reads or a file.
+    its local data lacks a split the task reads or a file, or it has none for data no hub holds.
     """
     if manager is None:
-        from lm_eval.tasks import TaskManager
+        from mathneuro.evaluate import task_manager
 
-        manager = TaskManager(include_path=task_paths(include_path))
+        manager = task_manager(list(tasks), task_paths(include_path))  # lm-eval's index only if needed
     leaves, groups = leaf_tasks(manager, tasks)
     redirects = {name: _redirect(name, entry.cfg or {}, local_data or {}) for name, entry in leaves.items()}
     out_dir = Path(out_dir)

@@ -12,14 +12,22 @@ rule aggregate:
         samples=[f for m in config["models"] for f in evaluation_files(m, "samples")],
         counts=[f for m in config["models"] for f in counts_files(m)],
         consistency=[f for m in config["models"] for f in consistency_files(m)],
+        layer_overlaps=[
+            layer_overlap_path(f)
+            for m in config["models"]
+            for f in consistency_files(m)
+        ],
+        subskill_overlaps=[
+            f for m in config["models"] for f in subskill_overlap_files(m)
+        ],
     output:
         tables=[table_path(t) for t in TABLES],
         summaries=[table_path(t, summary=True) for t in TABLES],
         samples=table_path("samples"),
     log:
-        f"logs/aggregate/{STUDY}.log",
+        f"logs/aggregate/{study.name}.log",
     benchmark:
-        f"{R}/benchmarks/aggregate/{STUDY}.tsv"
+        f"{RESULTS}/benchmarks/aggregate/{study.name}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -27,9 +35,7 @@ rule aggregate:
         mem_mb=2000,
         runtime=10,
     params:
-        selections={analysis: analysis_axes(analysis) for analysis in EDIT_ANALYSES},
-        skill_tasks=SKILL_TASKS,
-        top_k_set={"skill": SKILL, "method": TOP_K_METHOD},
+        **study.aggregate_params(),
     script:
         "../workflow_scripts/aggregate.py"
 
@@ -45,7 +51,7 @@ rule plots:
                 plot_path(f),
                 caption=f"../report/{f}.rst",
                 category=REPORT_CATEGORIES[t],
-                labels={"study": STUDY, "item": f"figure: {f}"},
+                labels={"study": study.name, "item": f"figure: {f}"},
             )
             for f, t in FIGURES.items()
         ],
@@ -54,14 +60,14 @@ rule plots:
                 plot_path(t, "html"),
                 caption=f"../report/{t}.rst",
                 category=REPORT_CATEGORIES[t],
-                labels={"study": STUDY, "item": "summary table"},
+                labels={"study": study.name, "item": "summary table"},
             )
             for t in TABLES
         ],
     log:
-        f"logs/plots/{STUDY}.log",
+        f"logs/plots/{study.name}.log",
     benchmark:
-        f"{R}/benchmarks/plots/{STUDY}.tsv"
+        f"{RESULTS}/benchmarks/plots/{study.name}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1

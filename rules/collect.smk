@@ -15,7 +15,7 @@ rule collect_activations:
     log:
         "logs/collect_activations/{model}/{dataset}/n{n}/seed{seed}.log",
     benchmark:
-        f"{R}/benchmarks/collect_activations/{{model}}/{{dataset}}/n{{n}}/seed{{seed}}.tsv"
+        f"{RESULTS}/benchmarks/collect_activations/{{model}}/{{dataset}}/n{{n}}/seed{{seed}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: model_threads
@@ -25,11 +25,11 @@ rule collect_activations:
         runtime=runtime_min(5),
     params:
         model=model_params,
-        spec=lambda wc: dataset_spec(wc.dataset, wc.n, wc.seed),
+        spec=lambda wc: study.dataset_spec(wc.dataset, wc.n, wc.seed),
         local_data=dataset_local_data,
-        batch_size=lambda wc: model_config(wc.model)["collect_batch_size"],
-        max_length=ID["max_length"],
-        statistic=ID["statistic"],
-        targets=target_params(),
+        batch_size=lambda wc: study.model(wc.model)["collect_batch_size"],
+        max_length=config["identification"]["max_length"],
+        statistic=config["identification"]["statistic"],
+        targets=study.target_params(),
     script:
         "../workflow_scripts/collect_activations.py"

@@ -4,12 +4,12 @@ lm-eval task YAMLs per evaluation suite."""
 
 rule synthetic_data:
     output:
-        train=f"{R}/data/synthetic/{{task}}/train.jsonl",
-        test=f"{R}/data/synthetic/{{task}}/test.jsonl",
+        train=f"{RESULTS}/data/synthetic/{{task}}/train.jsonl",
+        test=f"{RESULTS}/data/synthetic/{{task}}/test.jsonl",
     log:
         "logs/synthetic_data/{task}.log",
     benchmark:
-        f"{R}/benchmarks/synthetic_data/{{task}}.tsv"
+        f"{RESULTS}/benchmarks/synthetic_data/{{task}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -27,15 +27,15 @@ rule synthetic_data:
 rule mmlu_records:
     """MMLU's original release (CSV) as cais/mmlu hub records, for local_data.<id>.mmlu_release."""
     input:
-        lambda wc: RELEASES[wc.hub],
+        lambda wc: study.releases[wc.hub],
     output:
-        directory(mmlu_release_dir("{hub}")),
+        directory(study.release_dir("{hub}")),
     log:
         "logs/mmlu_records/{hub}.log",
     benchmark:
-        f"{R}/benchmarks/mmlu_records/{{hub}}.tsv"
+        f"{RESULTS}/benchmarks/mmlu_records/{{hub}}.tsv"
     wildcard_constraints:
-        hub="|".join(map(re.escape, RELEASES)) or "(?!)",
+        hub="|".join(map(re.escape, study.releases)) or "(?!)",
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -47,9 +47,9 @@ rule mmlu_records:
 
 
 rule suite_tasks:
-    """The lm-eval task YAMLs one suite evaluates: the toy tasks, the bits per byte of data sets'
-    held-out texts (bpb_<data set>), and lm-eval's own tasks
-    included unchanged with their data redirected to local copies (mathneuro.tasks)."""
+    """The lm-eval task YAMLs one suite evaluates: the bits per byte of data sets' held-out texts
+    (bpb_<data set>), and every other task, lm-eval's or the project's (the toy's, EGSM), included
+    unchanged with its data redirected to local copies (mathneuro.tasks)."""
     input:
         unpack(suite_inputs),
         bpb=bpb_inputs,
@@ -58,7 +58,7 @@ rule suite_tasks:
     log:
         "logs/suite_tasks/{suite}.log",
     benchmark:
-        f"{R}/benchmarks/suite_tasks/{{suite}}.tsv"
+        f"{RESULTS}/benchmarks/suite_tasks/{{suite}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -66,7 +66,7 @@ rule suite_tasks:
         mem_mb=2000,
         runtime=10,
     params:
-        tasks=lambda wc: EVAL["suites"][wc.suite]["tasks"],
+        tasks=lambda wc: study.suite_tasks(wc.suite),
         lm_eval=suite_lm_eval,
         bpb=bpb_params,
     script:

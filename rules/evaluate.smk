@@ -16,7 +16,7 @@ rule evaluate_base:
     log:
         "logs/evaluate/{model}/base/{suite}.log",
     benchmark:
-        f"{R}/benchmarks/evaluate/{{model}}/base/{{suite}}.tsv"
+        f"{RESULTS}/benchmarks/evaluate/{{model}}/base/{{suite}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: model_threads
@@ -27,7 +27,7 @@ rule evaluate_base:
     params:
         model=model_params,
         suite=suite,
-        batch_size=lambda wc: model_config(wc.model)["eval_batch_size"],
+        batch_size=lambda wc: study.model(wc.model)["eval_batch_size"],
         factor=None,
         labels=lambda wc: {"model": wc.model, "suite": wc.suite, "method": "base"},
     script:
@@ -60,7 +60,7 @@ rule evaluate:
     log:
         "logs/evaluate/{model}/{skill}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}/{suite}.log",
     benchmark:
-        f"{R}/benchmarks/evaluate/{{model}}/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}/{{suite}}.tsv"
+        f"{RESULTS}/benchmarks/evaluate/{{model}}/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}/{{suite}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: model_threads
@@ -71,8 +71,8 @@ rule evaluate:
     params:
         model=model_params,
         suite=suite,
-        batch_size=lambda wc: model_config(wc.model)["eval_batch_size"],
-        factor=lambda wc: EDITS[wc.edit],
+        batch_size=lambda wc: study.model(wc.model)["eval_batch_size"],
+        factor=lambda wc: study.edits[wc.edit],
         labels=lambda wc: {
             "model": wc.model,
             "suite": wc.suite,
@@ -80,10 +80,10 @@ rule evaluate:
             "control": wc.control,
             "n_samples": int(wc.n),
             "seed": int(wc.seed),
-            "k": wc.k,
-            "k_fraction": K.get(wc.k),
+            **study.k_labels(wc.k),
+            **study.skill_label(wc.skill),
             "edit": wc.edit,
-            "factor": EDITS[wc.edit],
+            "factor": study.edits[wc.edit],
         },
     script:
         "../workflow_scripts/evaluate.py"

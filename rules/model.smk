@@ -6,15 +6,15 @@ dequantized; and, on request, an edited model exported as a checkpoint."""
 rule train_toy_model:
     input:
         train=lambda wc: [
-            f"{R}/data/synthetic/{t}/train.jsonl"
-            for t in synthetic_tasks(trained=True)
+            f"{RESULTS}/data/synthetic/{t}/train.jsonl"
+            for t in study.synthetic_tasks(trained=True)
         ],
     output:
-        directory(f"{R}/models/{{model}}"),
+        directory(f"{RESULTS}/models/{{model}}"),
     log:
         "logs/train_toy_model/{model}.log",
     benchmark:
-        f"{R}/benchmarks/train_toy_model/{{model}}.tsv"
+        f"{RESULTS}/benchmarks/train_toy_model/{{model}}.tsv"
     wildcard_constraints:
         model=models_built_as("toy"),
     conda:
@@ -25,7 +25,7 @@ rule train_toy_model:
         mem_mb=4000,
         runtime=30,
     params:
-        tasks=synthetic_tasks(trained=True),
+        tasks=study.synthetic_tasks(trained=True),
         hyperparameters=canonical(config["toy_model"]),
     script:
         "../workflow_scripts/train_toy_model.py"
@@ -33,13 +33,15 @@ rule train_toy_model:
 
 rule random_model:
     input:
-        data=[f for d in DATASETS for f in dataset_files(d)],
+        data=[
+            f for d in study.datasets for f in study.spec_files(config["datasets"][d])
+        ],
     output:
-        directory(f"{R}/models/{{model}}"),
+        directory(f"{RESULTS}/models/{{model}}"),
     log:
         "logs/random_model/{model}.log",
     benchmark:
-        f"{R}/benchmarks/random_model/{{model}}.tsv"
+        f"{RESULTS}/benchmarks/random_model/{{model}}.tsv"
     wildcard_constraints:
         model=models_built_as("random"),
     conda:
@@ -50,9 +52,9 @@ rule random_model:
         mem_mb=weights_job_mem_mb,
         runtime=30,
     params:
-        architecture=lambda wc: canonical(model_config(wc.model)["architecture"]),
-        specs={d: canonical(config["datasets"][d]) for d in DATASETS},
-        local_data=LOCAL_DATA,
+        architecture=lambda wc: canonical(study.model(wc.model)["architecture"]),
+        specs={d: canonical(config["datasets"][d]) for d in study.datasets},
+        local_data=study.local_data,
     script:
         "../workflow_scripts/random_model.py"
 
@@ -63,11 +65,11 @@ rule dequantize_gguf:
     input:
         gguf_file,
     output:
-        directory(f"{R}/models/{{model}}"),
+        directory(f"{RESULTS}/models/{{model}}"),
     log:
         "logs/dequantize_gguf/{model}.log",
     benchmark:
-        f"{R}/benchmarks/dequantize_gguf/{{model}}.tsv"
+        f"{RESULTS}/benchmarks/dequantize_gguf/{{model}}.tsv"
     wildcard_constraints:
         model=models_built_as("gguf"),
     conda:
@@ -78,9 +80,9 @@ rule dequantize_gguf:
         mem_mb=weights_job_mem_mb,
         runtime=runtime_min(30),
     params:
-        path=lambda wc: model_config(wc.model)["path"],
-        file=lambda wc: model_config(wc.model)["gguf"],
-        revision=lambda wc: model_config(wc.model)["revision"],
+        path=lambda wc: study.model(wc.model)["path"],
+        file=lambda wc: study.model(wc.model)["gguf"],
+        revision=lambda wc: study.model(wc.model)["revision"],
         offline=config["offline"],
     script:
         "../workflow_scripts/dequantize_gguf.py"
@@ -95,12 +97,12 @@ rule export_model:
         ),
     output:
         directory(
-            f"{R}/{{model}}/export/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}"
+            f"{RESULTS}/{{model}}/export/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}"
         ),
     log:
         "logs/export_model/{model}/{skill}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}.log",
     benchmark:
-        f"{R}/benchmarks/export_model/{{model}}/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}.tsv"
+        f"{RESULTS}/benchmarks/export_model/{{model}}/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -109,6 +111,6 @@ rule export_model:
         runtime=runtime_min(10),
     params:
         model=model_params,
-        factor=lambda wc: EDITS[wc.edit],
+        factor=lambda wc: study.edits[wc.edit],
     script:
         "../workflow_scripts/export_model.py"

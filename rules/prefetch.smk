@@ -1,5 +1,7 @@
 """Run on a login node with internet: fill the Hugging Face cache for offline compute nodes."""
 
+from mathneuro.tasks import local_only_data
+
 
 localrules:
     prefetch,
@@ -7,11 +9,11 @@ localrules:
 
 rule prefetch:
     output:
-        touch(f"{R}/prefetch.done"),
+        touch(f"{RESULTS}/prefetch.done"),
     log:
         "logs/prefetch.log",
     benchmark:
-        f"{R}/benchmarks/prefetch.tsv"
+        f"{RESULTS}/benchmarks/prefetch.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -19,22 +21,6 @@ rule prefetch:
         mem_mb=4000,
         runtime=120,
     params:
-        models=[
-            {"path": m["path"], "revision": m["revision"]}
-            for label, m in config["models"].items()
-            if not model_dir(label)
-        ],
-        datasets=[
-            {k: v for k, v in spec.items() if k in ("path", "name", "revision")}
-            for spec in (config["datasets"][d] for d in DATASETS)
-            if spec["source"] == "hf" and local_key(spec["path"]) is None
-        ],
-        tasks=[
-            t
-            for s in EVAL["suites"].values()
-            for t in s["tasks"]
-            if not is_generated_task(t)
-        ],
-        include_path=EVAL["include_path"],
+        **study.prefetch(),
     script:
         "../workflow_scripts/prefetch.py"

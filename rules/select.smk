@@ -1,8 +1,9 @@
-"""Stage 2: the sets. TopK of each data set, one job per K; MathNeuro = TopK(skill) - TopK(control)
-and its random baseline, one job per control and K; LAPE, one job per control; and the overlap of
-independent identifications. One job per (model, data set or control, n, seed, K): adding a K, a
-control, a seed or a sample count adds jobs and reruns none (a set against every control at once
-is labelled by all of them, so a new control makes a new set beside the finished one).
+"""Stage 2: the sets. TopK of each data set, one job per K; every method's set (MathNeuro, its
+random baseline, LAPE, ...) one job per method, control and K, as mathneuro.methods says; and the
+overlap of independent identifications. One job per (model, data set or control, n, seed, K):
+adding a K, a control, a seed or a sample count adds jobs and reruns none (a set against every
+control at once is labelled by all of them, so a new control makes a new set beside the finished
+one).
 """
 
 
@@ -12,11 +13,13 @@ rule top_k:
         stats=lambda wc: stats_path(wc.model, wc.dataset, wc.n, wc.seed),
     output:
         mask=topk_path("{model}", "{dataset}", "{n}", "{seed}", "{k}"),
-        counts=topk_counts_path("{model}", "{dataset}", "{n}", "{seed}", "{k}"),
+        counts=topk_path(
+            "{model}", "{dataset}", "{n}", "{seed}", "{k}", ".counts.parquet"
+        ),
     log:
         "logs/top_k/{model}/{dataset}/n{n}/seed{seed}/k{k}.log",
     benchmark:
-        f"{R}/benchmarks/top_k/{{model}}/{{dataset}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
+        f"{RESULTS}/benchmarks/top_k/{{model}}/{{dataset}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -25,101 +28,38 @@ rule top_k:
         runtime=runtime_min(5),
     params:
         model=model_params,
-        fraction=lambda wc: K[wc.k],
-        scope=ID["scope"],
-        labels=top_k_labels,
+        fraction=lambda wc: study.top_k_fraction(wc.k),
+        scope=config["identification"]["scope"],
+        labels=set_labels,
     script:
         "../workflow_scripts/top_k.py"
 
 
-rule difference:
-    """MathNeuro's set against one control and the random baseline with the same count in every
-    matrix."""
+rule select_set:
+    """One method's set (mathneuro.methods: what it reads and the function that makes it), against
+    the controls its label names."""
     input:
-        skill=lambda wc: topk_path(wc.model, wc.skill, wc.n, wc.seed, wc.k),
-        controls=lambda wc: [topk_path(wc.model, wc.control, wc.n, wc.seed, wc.k)],
-    output:
-        mathneuro=mask_path(
-            "{model}", "{skill}", "mathneuro", "{control}", "{n}", "{seed}", "{k}"
-        ),
-        random=mask_path(
-            "{model}", "{skill}", "random", "{control}", "{n}", "{seed}", "{k}"
-        ),
-        mathneuro_counts=counts_path(
-            "{model}", "{skill}", "mathneuro", "{control}", "{n}", "{seed}", "{k}"
-        ),
-        random_counts=counts_path(
-            "{model}", "{skill}", "random", "{control}", "{n}", "{seed}", "{k}"
-        ),
-    log:
-        "logs/difference/{model}/{skill}/{control}/n{n}/seed{seed}/k{k}.log",
-    benchmark:
-        f"{R}/benchmarks/difference/{{model}}/{{skill}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
-    conda:
-        "../envs/mathneuro.yaml"
-    threads: 1
-    resources:
-        mem_mb=weights_job_mem_mb,
-        runtime=runtime_min(2),
-    params:
-        method="mathneuro",
-        labels=set_labels,
-    script:
-        "../workflow_scripts/difference.py"
-
-
-rule difference_all:
-    """MathNeuro against every control at once: TopK(skill) minus the union of their TopK sets."""
-    input:
-        skill=lambda wc: topk_path(wc.model, wc.skill, wc.n, wc.seed, wc.k),
-        controls=lambda wc: [
-            topk_path(wc.model, c, wc.n, wc.seed, wc.k)
-            for c in control_sets(wc.control)
-        ],
-    output:
-        mathneuro_all=mask_path(
-            "{model}", "{skill}", "mathneuro_all", "{control}", "{n}", "{seed}", "{k}"
-        ),
-        mathneuro_all_counts=counts_path(
-            "{model}", "{skill}", "mathneuro_all", "{control}", "{n}", "{seed}", "{k}"
-        ),
-    log:
-        "logs/difference_all/{model}/{skill}/{control}/n{n}/seed{seed}/k{k}.log",
-    benchmark:
-        f"{R}/benchmarks/difference_all/{{model}}/{{skill}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
-    conda:
-        "../envs/mathneuro.yaml"
-    threads: 1
-    resources:
-        mem_mb=weights_job_mem_mb,
-        runtime=runtime_min(2),
-    params:
-        method="mathneuro_all",
-        labels=set_labels,
-    script:
-        "../workflow_scripts/difference.py"
-
-
-rule lape_mask:
-    """LAPE's neurons of the skill, the entropy over the skill and every control at once (as Tang
-    et al. and the paper's authors); K is its top_rate."""
-    input:
-        model=model_input,
-        stats=lambda wc: [
-            stats_path(wc.model, d, wc.n, wc.seed)
-            for d in (wc.skill, *control_sets(wc.control))
-        ],
+        unpack(set_inputs),
     output:
         mask=mask_path(
-            "{model}", "{skill}", "lape", "{control}", "{n}", "{seed}", "{k}"
+            "{model}", "{skill}", "{method}", "{control}", "{n}", "{seed}", "{k}"
         ),
-        counts=counts_path(
-            "{model}", "{skill}", "lape", "{control}", "{n}", "{seed}", "{k}"
+        counts=mask_path(
+            "{model}",
+            "{skill}",
+            "{method}",
+            "{control}",
+            "{n}",
+            "{seed}",
+            "{k}",
+            "counts",
         ),
     log:
-        "logs/lape_mask/{model}/{skill}/{control}/n{n}/seed{seed}/k{k}.log",
+        "logs/select_set/{model}/{skill}/{method}/{control}/n{n}/seed{seed}/k{k}.log",
     benchmark:
-        f"{R}/benchmarks/lape_mask/{{model}}/{{skill}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
+        f"{RESULTS}/benchmarks/select_set/{{model}}/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
+    wildcard_constraints:
+        method="|".join(made_methods()),
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -127,31 +67,29 @@ rule lape_mask:
         mem_mb=weights_job_mem_mb,
         runtime=runtime_min(5),
     params:
-        model=model_params,
-        skill=lambda wc: wc.skill,
-        settings=lambda wc: canonical({**config["lape"], "top_rate": K[wc.k]}),
-        targets=target_params(),
-        labels=lambda wc: set_labels(wc, "lape"),
+        inputs=lambda wc: study.set_params(wc.method, wc.model),
+        labels=set_labels,
     script:
-        "../workflow_scripts/lape_mask.py"
+        "../workflow_scripts/select_set.py"
 
 
 rule consistency:
-    """Overlap of MathNeuro sets (against one control) identified from independent draws of n
-    samples."""
+    """Overlap of the skill-specific sets (methods.SPECIFIC, against one control) identified from independent draws of n
+    samples: over the whole model (pairs) and per layer and module type (layers)."""
     input:
         lambda wc: [
-            mask_path(
-                wc.model, wc.skill, "mathneuro", wc.control, wc.n, s, CONSISTENCY["k"]
-            )
-            for s in CONSISTENCY["seeds"]
+            mask_path(wc.model, wc.skill, SPECIFIC, wc.control, wc.n, s, CONSISTENCY_K)
+            for s in study.consistency["seeds"]
         ],
     output:
-        consistency_path("{model}", "{skill}", "{control}", "{n}"),
+        pairs=consistency_path("{model}", "{skill}", "{control}", "{n}"),
+        layers=layer_overlap_path(
+            consistency_path("{model}", "{skill}", "{control}", "{n}")
+        ),
     log:
         "logs/consistency/{model}/{skill}/{control}/n{n}.log",
     benchmark:
-        f"{R}/benchmarks/consistency/{{model}}/{{skill}}/{{control}}/n{{n}}.tsv"
+        f"{RESULTS}/benchmarks/consistency/{{model}}/{{skill}}/{{control}}/n{{n}}.tsv"
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -159,37 +97,75 @@ rule consistency:
         mem_mb=weights_job_mem_mb,
         runtime=runtime_min(2),
     params:
-        seeds=CONSISTENCY["seeds"],
-        k=CONSISTENCY["k"],
-        fraction=K[CONSISTENCY["k"]],
+        seeds=study.consistency["seeds"],
+        k=study.consistency["k"],
+        fraction=study.k[study.consistency["k"]],
         labels=lambda wc: {
             "model": wc.model,
-            "method": "mathneuro",
+            "method": SPECIFIC,
             "control": wc.control,
             "n_samples": int(wc.n),
+            **study.control_k_label(CONSISTENCY_K),
         },
     script:
         "../workflow_scripts/consistency.py"
 
 
 # Overlap of one data set's TopK sets from independent draws of n samples, labelled as TopK
-# counts are (method "topk", control = the data set): the consistency rule on other sets.
+# counts are (method TOP_K, control = the data set): the consistency rule on other sets.
 use rule consistency as topk_consistency with:
     input:
         lambda wc: [
-            topk_path(wc.model, wc.dataset, wc.n, s, CONSISTENCY["k"])
-            for s in CONSISTENCY["seeds"]
+            topk_path(wc.model, wc.dataset, wc.n, s, study.consistency["k"])
+            for s in study.consistency["seeds"]
         ],
     output:
-        topk_consistency_path("{model}", "{dataset}", "{n}"),
+        pairs=topk_consistency_path("{model}", "{dataset}", "{n}"),
+        layers=layer_overlap_path(topk_consistency_path("{model}", "{dataset}", "{n}")),
     log:
         "logs/topk_consistency/{model}/{dataset}/n{n}.log",
     benchmark:
-        f"{R}/benchmarks/topk_consistency/{{model}}/{{dataset}}/n{{n}}.tsv"
+        f"{RESULTS}/benchmarks/topk_consistency/{{model}}/{{dataset}}/n{{n}}.tsv"
     params:
         labels=lambda wc: {
             "model": wc.model,
-            "method": "topk",
+            "method": TOP_K,
             "control": wc.dataset,
             "n_samples": int(wc.n),
         },
+
+
+if study.subskills:
+
+    rule subskill_overlap:
+        """Overlap of the sub-skills' sets with one another (every ordered pair), at one seed and
+        K: where the parts of a skill share parameters (Study.subskill_sets: which sets).
+        """
+        input:
+            lambda wc: [
+                mask_path(wc.model, skill, method, control, wc.n, wc.seed, wc.k)
+                for skill, (method, control) in study.subskill_sets().items()
+            ],
+        output:
+            subskill_overlap_path("{model}", "{method}", "{n}", "{seed}", "{k}"),
+        log:
+            "logs/subskill_overlap/{model}/{method}/n{n}/seed{seed}/k{k}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/subskill_overlap/{{model}}/{{method}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
+        conda:
+            "../envs/mathneuro.yaml"
+        threads: 1
+        resources:
+            mem_mb=weights_job_mem_mb,
+            runtime=runtime_min(2),
+        params:
+            skills=list(study.subskill_sets()),
+            labels=lambda wc: {
+                "model": wc.model,
+                "method": wc.method,
+                "n_samples": int(wc.n),
+                "seed": int(wc.seed),
+                **study.k_labels(wc.k),
+            },
+        script:
+            "../workflow_scripts/subskill_overlap.py"

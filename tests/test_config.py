@@ -86,12 +86,44 @@ def test_untied_lm_head_default_is_the_papers_choice():
     assert default_of(find_targets, "untied_lm_head") is False
 
 
-def test_methods_are_named_in_one_table_only():
-    """The schema lists no method names: config checks read mathneuro.methods.METHODS."""
+# Quoted words that are method names but mean something else where they stand: (file, line text).
+OTHER_MEANINGS = [
+    ("mathneuro/collect.py", '"wanda"'),  # the statistic sqrt(Σ x²) (identification.statistic)
+    ("rules/model.smk", 'models_built_as("random")'),  # a model of random weights (models.*.path)
+    ("mathneuro/configs.py", '("toy", "random")'),
+    ("mathneuro/study.py", '["path"] == "random"'),
+    ("mathneuro/study.py", '("toy", "random")'),
+    ("mathneuro/study.py", "path 'random'"),
+    ("mathneuro/provenance.py", '"mathneuro"'),  # the package's name
+    ("mathneuro/logs.py", '"mathneuro"'),
+    ("mathneuro/configs.py", '/ "mathneuro"'),
+    ("mathneuro/__init__.py", '"lape_mask": "lape"'),  # the module lape.py
+    ("mathneuro/__init__.py", "module 'mathneuro'"),
+]
+
+
+def test_no_method_is_named_outside_its_table_and_the_functions_it_names():
+    """Rules, scripts and library read methods from METHODS; only methods.py and the modules of
+    the functions its entries name (they build the sets) spell a method's name."""
+    import re
+
+    from mathneuro.methods import TOP_K
+
+    builders = {f"mathneuro/{m.make.split(':')[0].split('.')[-1]}.py" for m in METHODS.values() if m.make}
+    quoted = re.compile("[\"']({})[\"']".format("|".join(map(re.escape, [*METHODS, TOP_K]))))
+    files = [REPO / "Snakefile", *REPO.glob("rules/*.smk"), *REPO.glob("workflow_scripts/*.py"),
+             *REPO.glob("mathneuro/**/*.py")]
+    hits = []
+    for path in files:
+        name = str(path.relative_to(REPO))
+        if name in builders | {"mathneuro/methods.py"}:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if quoted.search(line) and not any(name == f and text in line for f, text in OTHER_MEANINGS):
+                hits.append(f"{name}:{number}: {line.strip()}")
+    assert hits == []
     text = (REPO / "schemas" / "config.schema.yaml").read_text()
     assert not any(f"[{name}" in text or f" {name}," in text for name in METHODS)
-    rules = "".join(p.read_text() for p in (REPO / "rules").glob("*.smk"))
-    assert '"mathneuro", "wanda"' not in rules and "'wanda'" not in rules
 
 
 @pytest.mark.parametrize("name", METHODS)

@@ -229,8 +229,8 @@ def test_a_control_whose_file_exists_plans_exactly_the_new_work(finished_tiny, t
     got = planned(workdir, configfile)
     assert set(got) == expected
     rules = {j.rule for j in got}
-    assert {"collect_activations", "top_k", "difference", "evaluate"} <= rules
-    assert all("extra" in str(j.outputs) for j in got if j.rule not in ALWAYS | {"lape_mask", "difference_all"})
+    assert {"collect_activations", "top_k", "select_set", "evaluate"} <= rules
+    assert all("extra" in str(j.outputs) for j in got if j.rule not in ALWAYS)
 
 
 # --- bits-per-byte tasks: each names a data set whose held-out split is not its identification split --

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import sys
@@ -10,11 +11,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+import yaml
 
 import mathneuro
 from mathneuro.data import Texts, load_texts, validate_spec
 
+REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(__file__).parents[1] / ".." / "shared" / "data"
+TINY = REPO / "tests" / "configs" / "tiny.yaml"
+CONFIG_SCHEMA = REPO / "schemas" / "config.schema.yaml"
 GSM8K = SHARED_DATA / "gsm8k" / "train.jsonl"
 MMLU = SHARED_DATA / "mmlu"
 GSM8K_TEMPLATE = "Question: {question}\nAnswer: {answer}"
@@ -261,49 +266,83 @@ def test_texts_is_a_frozen_sequence(tmp_path):
 # --------------------------------------------------------------------------- errors
 
 
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        (["not", "a", "mapping"], "must be a mapping"),
-        ({"path": "x.json"}, "'source' must be one of"),
-        ({"source": "xml", "path": "x.xml"}, "'source' must be one of .* got 'xml'"),
-        ({"source": "json"}, "needs 'path'"),
-        ({"source": "csv", "path": ""}, "needs 'path'"),
-        ({"source": "parquet"}, "needs 'path'"),
-        ({"source": "hf"}, "needs 'path'"),
-        ({"source": "json", "path": "x", "n": 0}, "'n' must be >= 1, got 0"),
-        ({"source": "json", "path": "x", "n": -3}, "'n' must be >= 1"),
-        ({"source": "json", "path": "x", "n": 2.5}, "'n' must be an integer"),
-        ({"source": "json", "path": "x", "n": True}, "'n' must be an integer"),
-        ({"source": "json", "path": "x", "seed": "0"}, "'seed' must be an integer"),
-        ({"source": "json", "path": "x", "replace": "yes"}, "'replace' must be true or false"),
-        ({"source": "json", "path": "x", "template": 3}, "'template' must be a string"),
-        ({"source": "json", "path": "x", "template": "{} {0}"}, "'template' must name its fields"),
-        ({"source": "json", "path": "x", "template": "{question"}, "not a valid format string"),
-        ({"source": "json", "path": "x", "nn": 5}, r"unknown key\(s\) \['nn'\]"),
-        ({"source": "json", "path": "x", "columns": ["a"]}, r"\['columns'\] do not apply to source 'json'"),
-        ({"source": "json", "path": "x", "split": "test"}, r"\['split'\] do not apply"),
-        ({"source": "csv", "path": "x", "columns": "a,b"}, "'columns' must be a non-empty list"),
-        ({"source": "csv", "path": "x", "columns": ["a", "a"]}, "duplicate names"),
-        ({"source": "csv", "path": "x", "id_field": ""}, "'id_field' must be a non-empty string"),
-        ({"source": "hf", "path": "x", "name": 3}, "'name' must be a config name or a list"),
-        ({"source": "hf", "path": "x", "name": []}, "distinct config names"),
-        ({"source": "hf", "path": "x", "name": ["algebra", "algebra"]}, "distinct config names"),
-        ({"source": "synthetic"}, "'task' must be a non-empty string"),
-        ({"source": "synthetic", "task": "math", "split": "val"}, "'split' for synthetic"),
-        ({"source": "synthetic", "task": "math", "n_test": 5}, "synthetic needs 'n_train'"),
-        ({"source": "synthetic", "task": "math", "n_train": -1, "n_test": 5}, "'n_train' must be >= 0"),
-        ({"source": "synthetic", "task": "math", "path": "x"}, r"\['path'\] do not apply"),
-    ],
-)
+REJECTED = [
+    (["not", "a", "mapping"], "must be a mapping"),
+    ({"path": "x.json"}, "'source' must be one of"),
+    ({"source": "xml", "path": "x.xml"}, "'source' must be one of .* got 'xml'"),
+    ({"source": "json"}, "'path' must be a file or a glob, got None"),
+    ({"source": "csv", "path": ""}, "'path' must be a file or a glob, got ''"),
+    ({"source": "parquet", "path": None}, "'path' must be a file or a glob, got None"),
+    ({"source": "hf"}, "'path' must be a hub id or a local data set folder, got None"),
+    ({"source": "json", "path": "x", "n": 0}, "'n' must be an integer >= 1, got 0"),
+    ({"source": "json", "path": "x", "n": -3}, "'n' must be an integer >= 1, got -3"),
+    ({"source": "json", "path": "x", "n": 2.5}, "'n' must be an integer >= 1, got 2.5"),
+    ({"source": "json", "path": "x", "n": 2.0}, "'n' must be an integer >= 1, got 2.0"),
+    ({"source": "json", "path": "x", "n": True}, "'n' must be an integer >= 1, got True"),
+    ({"source": "json", "path": "x", "seed": "0"}, "'seed' must be an integer"),
+    ({"source": "json", "path": "x", "replace": "yes"}, "'replace' must be true or false"),
+    ({"source": "json", "path": "x", "template": 3}, "'template' must be a format string .*got 3"),
+    ({"source": "json", "path": "x", "template": "{} {0}"}, "'template' must name its fields"),
+    ({"source": "json", "path": "x", "template": "{question"}, "not a valid format string"),
+    ({"source": "json", "path": "x", "nn": 5}, r"unknown key\(s\) \['nn'\]"),
+    ({"source": "json", "path": "x", "nn": None}, r"unknown key\(s\) \['nn'\]"),
+    ({"source": "json", "path": "x", "columns": ["a"]}, r"\['columns'\] do not apply to source 'json'"),
+    ({"source": "json", "path": "x", "split": "test"}, r"\['split'\] do not apply"),
+    ({"source": "csv", "path": "x", "columns": "a,b"}, "'columns' must be a non-empty list .*got 'a,b'"),
+    ({"source": "csv", "path": "x", "columns": ["a", "a"]}, r"'columns' must be .*distinct.*got \['a', 'a'\]"),
+    ({"source": "csv", "path": "x", "columns": ["a", ""]}, r"'columns' must be .*non-empty names, got \['a', ''\]"),
+    ({"source": "csv", "path": "x", "id_field": ""}, "'id_field' must be a non-empty string"),
+    ({"source": "hf", "path": "x", "name": 3}, "'name' must be a config name or a list.*got 3"),
+    ({"source": "hf", "path": "x", "name": []}, r"distinct config names, got \[\]"),
+    ({"source": "hf", "path": "x", "name": ["algebra", "algebra"]}, "distinct config names, got"),
+    ({"source": "hf", "path": "x", "revision": 3}, "'revision' must be a hub revision, got 3"),
+    ({"source": "synthetic"}, "'task' must be a non-empty string, got None"),
+    ({"source": "synthetic", "task": "math", "split": "val"}, "'split' must be train or test, got 'val'"),
+    ({"source": "synthetic", "task": "math", "n_test": 5}, "'n_train' must be an integer >= 0, got None"),
+    ({"source": "synthetic", "task": "math", "n_train": -1, "n_test": 5}, "'n_train' must be an integer >= 0, got -1"),
+    ({"source": "synthetic", "task": "math", "path": "x"}, r"\['path'\] do not apply"),
+]
+
+
+@pytest.mark.parametrize(("spec", "message"), REJECTED)
 def test_validate_spec_rejects(spec, message):
     with pytest.raises(ValueError, match=message):
         validate_spec(spec)
 
 
+def test_validate_spec_takes_python_paths_tuples_and_nulls(tmp_path):
+    """A path may be os.PathLike and a list a tuple; a key of another source set to None is absent."""
+    path = tmp_path / "x_val.csv"
+    path.write_text("what?,yes\n", encoding="utf-8")
+    spec = {"source": "csv", "path": path, "columns": ("q", "a"), "template": "{subject}: {q} {a}", "name": None,
+            "task": None, "n_train": None}
+    validate_spec(spec)
+    assert list(load_texts(spec)) == ["x: what? yes"]
+
+
+# What only validate_spec checks: a template's fields (no schema can parse a format string), and
+# integers as Python's (JSON Schema counts 2.0 as an integer); the workflow runs validate_spec too.
+SCHEMA_CASES = [case for case in REJECTED if isinstance(case[0], dict)
+                and not isinstance(case[0].get("template"), str) and case[0].get("n") != 2.0]
+
+
+@pytest.mark.parametrize(("spec", "message"), SCHEMA_CASES)
+def test_the_workflow_config_rejects_the_same_specs_by_the_same_schema(spec, message):
+    """schemas/config.schema.yaml's data sets are mathneuro/dataset.schema.yaml, through a $ref
+    that Snakemake's validate resolves."""
+    utils = pytest.importorskip("snakemake.utils")
+    from snakemake.exceptions import WorkflowError
+
+    config = yaml.safe_load(TINY.read_text(encoding="utf-8"))
+    utils.validate(copy.deepcopy(config), str(CONFIG_SCHEMA))  # the config as it is: valid
+    config["datasets"]["math"] = spec
+    with pytest.raises(WorkflowError):
+        utils.validate(config, str(CONFIG_SCHEMA))
+
+
 def test_validation_happens_before_loading(tmp_path):
     missing = tmp_path / "missing.jsonl"
-    with pytest.raises(ValueError, match="'n' must be >= 1"):
+    with pytest.raises(ValueError, match="'n' must be an integer >= 1"):
         load_texts({"source": "json", "path": str(missing), "n": 0})
 
 
@@ -365,7 +404,7 @@ HUB_TEMPLATE = "{question}\nA. {choices[0]}\nB. {choices[1]}\nC. {choices[2]}\nD
 def test_mmlu_release_converted_to_hub_records_renders_as_the_csv_does(tmp_path):
     """The hub's cais/mmlu records (choices list, integer answer) made from the original release,
     read through a local_data redirect of an hf spec, give the same texts as the CSVs themselves."""
-    from mathneuro.data import write_mmlu_records
+    from mathneuro.mmlu import write_mmlu_records
 
     counts = write_mmlu_records(MMLU, tmp_path)
     assert counts["dev"] == 57 * 5 and set(counts) == {"dev", "validation", "test"}
@@ -392,6 +431,23 @@ def test_local_files_resolve_names_aliases_and_name_what_is_missing(tmp_path):
     texts = load_texts({"source": "hf", "path": "openai/gsm8k", "name": "main", "split": "train+test",
                         "template": "{q}"}, local_data=local)
     assert list(texts) == [r["q"] for r in RECORDS] * 2
+
+
+def test_a_local_copy_is_read_as_its_files_are(tmp_path):
+    """An hf spec's local copy goes through the file readers: values as written (an int beside a
+    float stays an int, where datasets' typed columns rendered 1.0), split expressions sliced as
+    datasets slices them."""
+    records = [{"q": "a", "x": 1, "o": {"k": 1}}, {"q": "b", "x": 2.5, "o": {"j": "y"}}, {"q": "c", "x": 3, "o": {}},
+               {"q": "d", "x": 0.1, "o": {"k": [1]}}]
+    write_jsonl(tmp_path / "train.jsonl", records)
+    local = {"some/data": {"files": {"train": str(tmp_path / "train.jsonl")}}}
+    spec = {"source": "hf", "path": "some/data", "template": "{q} {x} {o}"}
+    expected = ["a 1 {'k': 1}", "b 2.5 {'j': 'y'}", "c 3 {}", "d 0.1 {'k': [1]}"]
+    assert list(load_texts(spec, local_data=local)) == expected
+    assert list(load_texts({**spec, "source": "json", "path": str(tmp_path / "train.jsonl")})) == expected
+    sliced = load_texts({**spec, "split": "train[:50%]+train[-1:]"}, local_data=local)
+    assert list(sliced) == [expected[0], expected[1], expected[3]]
+    assert sliced.ids == [f"train[:50%]+train[-1:]:{i}" for i in range(3)]
 
 
 def test_a_list_of_configs_reads_their_splits_one_after_the_other(tmp_path):

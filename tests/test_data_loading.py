@@ -7,7 +7,8 @@ changes.
 the small files of ``FILES`` below, the hub-format MMLU records, the synthetic tasks' JSON lines
 and the project's hub fixtures) and the count and SHA-256 of the texts and of the ids.
 
-The hashes were recorded with ``mathneuro.data``'s JSON/CSV/Parquet readers; re-record (only
+The hashes were recorded with the JSON/CSV/Parquet readers of ``mathneuro.records`` (the ``hf``
+case reads a ``local_data`` copy, through the same readers since; its hash held); re-record (only
 when a change of texts is intended): ``python tests/test_data_loading.py``.
 """
 
@@ -149,7 +150,7 @@ def _cases() -> dict[str, tuple[str, dict[str, Any]]]:
 def write_files(folder: Path) -> dict[str, Any]:
     """Fill ``folder`` with every file the ``tmp`` cases read; return their ``local_data``."""
     from mathneuro import synthetic
-    from mathneuro.data import write_mmlu_records
+    from mathneuro.mmlu import write_mmlu_records
 
     for name, content in FILES.items():
         path = folder / name
@@ -188,7 +189,7 @@ def summary(spec: dict[str, Any], base: Path, local_data: dict[str, Any]) -> dic
 
 def mmlu_records_digest() -> str:
     """Hash of mmlu_release_records over the shared release (the hub-format records the workflow writes)."""
-    from mathneuro.data import mmlu_release_records
+    from mathneuro.mmlu import mmlu_release_records
 
     records = mmlu_release_records(SHARED_DATA / "mmlu")
     return hashlib.sha256(json.dumps(records, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
@@ -253,8 +254,8 @@ def test_same_mmlu_release_records_as_recorded():
 @needs_shared_data
 @pytest.mark.parametrize(("hub_split", "folder"), [("validation", "val"), ("test", "test")])
 def test_hub_format_mmlu_json_renders_as_the_release_csv(files, hub_split, folder):
-    """write_mmlu_records keeps U+0085 (NEL) in three MMLU questions as it is; the hand-written JSON
-    lines reader split lines there and could not read these files; datasets reads them."""
+    """write_mmlu_records keeps U+0085 (NEL) in three MMLU questions as it is; JSON lines end at
+    "\n" only (str.splitlines() split inside those questions and could not read these files)."""
     from mathneuro.data import load_texts
 
     tmp, _ = files

@@ -29,7 +29,7 @@ def test_the_project_task_names_are_lm_evals_index_of_the_folder():
     from lm_eval.tasks import TaskManager
 
     indexed = TaskManager(include_path=task_paths(), include_defaults=False).task_index
-    assert project_task_names() == set(indexed) == {"egsm", "egsm_fewshot"}
+    assert project_task_names() == set(indexed) >= {"egsm", "egsm_fewshot"}
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Tests of the lm-eval wiring (mathneuro.evaluate): task YAMLs and a tiny-model run."""
+"""Tests of the lm-eval wiring (mathneuro.evaluate): the toy tasks in a suite folder and a
+tiny-model run."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 import yaml
 
 from mathneuro import evaluate, synthetic, toy
+from mathneuro.tasks import write_suite
 
 GSM8K_TEST = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gsm8k" / "test.jsonl"
 
@@ -22,10 +24,21 @@ def test_files(tmp_path_factory) -> dict[str, Path]:
             for t in synthetic.TASKS}
 
 
+def toy_task(task: str) -> str:
+    """The project's lm-eval task on synthetic ``task`` (mathneuro/lm_tasks/toy)."""
+    return f"toy_{task}"
+
+
+def toy_local_data(test_files: dict[str, Path]) -> dict:
+    """local_data serving each toy task's data set (mathneuro/toy_<task>) from ``test_files``."""
+    return {f"mathneuro/toy_{t}": {"files": {"test": str(p)}} for t, p in test_files.items()}
+
+
 @pytest.fixture(scope="module")
 def yaml_dir(test_files, tmp_path_factory) -> Path:
+    """A suite folder of the four toy tasks, as rule suite_tasks writes it."""
     out = tmp_path_factory.mktemp("tasks")
-    evaluate.write_task_yamls(test_files, out)
+    write_suite([toy_task(t) for t in test_files], out, local_data=toy_local_data(test_files))
     return out
 
 
@@ -41,39 +54,17 @@ def tiny(test_files):
     return model.eval(), tokenizer
 
 
-def test_write_task_yamls(test_files, yaml_dir):
-    paths = sorted(str(p) for p in yaml_dir.glob("*.yaml"))
-    assert [Path(p).name for p in paths] == sorted(f"{evaluate.task_name(t)}.yaml" for t in test_files)
-    for task in test_files:
-        config = yaml.safe_load((yaml_dir / f"{evaluate.task_name(task)}.yaml").read_text())
-        assert config["task"] == evaluate.task_name(task)
-        assert config["dataset_path"] == "json" and config["test_split"] == "test"
-        assert Path(config["dataset_kwargs"]["data_files"]["test"]).is_absolute()
-        if task in evaluate.GENERATION_TASKS:
-            assert config["output_type"] == "generate_until" and config["generation_kwargs"]["do_sample"] is False
-        else:
-            assert config["output_type"] == "multiple_choice"
-            assert config["doc_to_choice"] == "{{choices}}" and config["doc_to_target"] == "label"
-
-
-def test_unknown_task_and_missing_file(tmp_path):
-    with pytest.raises(ValueError, match="unknown synthetic task"):
-        evaluate.synthetic_task_config("poetry", tmp_path / "x.jsonl")
-    with pytest.raises(FileNotFoundError):
-        evaluate.synthetic_task_config("math", tmp_path / "missing.jsonl")
-
-
 def test_prompts_match_training_format(test_files, yaml_dir):
     """lm-eval renders exactly the prompt and gold answer the toy model is trained on."""
-    names = [evaluate.task_name(t) for t in test_files]
+    names = [toy_task(t) for t in test_files]
     tasks = evaluate.task_manager(names, yaml_dir).load(names)["tasks"]
     for task, path in test_files.items():
-        lm_task = tasks[evaluate.task_name(task)]
+        lm_task = tasks[toy_task(task)]
+        generates = lm_task.config.output_type == "generate_until"
+        assert generates == (task in ("math", "math_reworded", *synthetic.OPERATIONS))
         for record in synthetic.read_jsonl(path):
             assert lm_task.doc_to_text(record) == synthetic.prompt_text(task, record)
-        target = lm_task.doc_to_target(record)
-        expected = record["target"] if task in evaluate.GENERATION_TASKS else record["label"]
-        assert target == expected
+            assert lm_task.doc_to_target(record) == (record["target"] if generates else record["label"])
 
 
 def test_evaluate_tiny_model(tiny, yaml_dir):
@@ -94,11 +85,11 @@ def test_task_manager_skips_builtins_for_local_tasks(yaml_dir):
 
 @pytest.mark.skipif(not GSM8K_TEST.is_file(),
                     reason=f"real GSM8K test file absent ({GSM8K_TEST}); see ../shared/data")
-def test_evaluate_real_gsm8k_file(tiny, tmp_path):
-    config = evaluate.math_task_config("local_gsm8k", GSM8K_TEST, max_gen_toks=16)
-    (tmp_path / "local_gsm8k.yaml").write_text(yaml.safe_dump(config))
-    table = evaluate.evaluate(*tiny, ["local_gsm8k"], include_path=tmp_path, limit=2,
-                              batch_size=2)
+def test_toy_math_scores_real_gsm8k_records(tiny, tmp_path):
+    """toy_math reads any records with ``question`` and an ``answer`` ending in "#### <number>"."""
+    write_suite(["toy_math"], tmp_path, local_data={"mathneuro/toy_math": {"files": {"test": str(GSM8K_TEST)}}})
+    table = evaluate.evaluate(*tiny, ["toy_math"], include_path=tmp_path, limit=2, batch_size=2,
+                              max_gen_toks=16)
     row = table[table["metric"] == "exact_match,strict-match"].iloc[0]
     assert row["n"] == 2 and 0 <= row["value"] <= 1
 
@@ -146,6 +137,6 @@ def test_suite_options_reach_lm_eval_and_the_samples_show_what_the_model_saw_and
 
 
 def _files(yaml_dir):
-    """task -> its test file, as written into the task YAMLs."""
-    return {name[len("toy_"):-len(".yaml")]: Path(yaml.safe_load((yaml_dir / name).read_text())["dataset_kwargs"]["data_files"]["test"])
-            for name in ("toy_math.yaml", "toy_reading.yaml")}
+    """task -> its test file, as written into the suite's task YAMLs."""
+    written = {task: yaml.safe_load((yaml_dir / f"{toy_task(task)}.yaml").read_text()) for task in ("math", "reading")}
+    return {task: Path(config["dataset_kwargs"]["data_files"]["test"][0]) for task, config in written.items()}

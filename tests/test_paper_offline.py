@@ -13,7 +13,7 @@ from dag import snakemake, write_config
 
 from mathneuro.configs import compose
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = REPO / "tests" / "configs" / "paper_offline.yaml"

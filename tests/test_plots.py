@@ -131,3 +131,89 @@ def test_specificity_draws_accuracies_in_points_and_bits_per_byte_in_percent_apa
             def moved(task):
                 return 100 * shift[(method, task)] / (base[task] if percent else 1)
             assert list(points[label]) == pytest.approx([moved(other), moved(skill)])
+
+
+def _layer_overlap_table():
+    """Two sets at two sample counts, three seed pairs, layers 0-2 of two module types, plus an
+    empty cell (no union) and the LM head (no layer), neither of which is drawn."""
+    rows = []
+    for method, control in (("topk", "math"), ("mathneuro", "reading")):
+        for n in (1, 10):
+            for pair, (seed_a, seed_b) in enumerate([(0, 1), (0, 2), (1, 2)]):
+                for layer in (0, 1, 2):
+                    for i, module in enumerate(("q_proj", "down_proj")):
+                        empty = (module, layer) == ("q_proj", 2) and method == "topk"
+                        rows.append(dict(model="toy", method=method, control=control, n_samples=n, seed_a=seed_a,
+                                         seed_b=seed_b, layer=layer, module=module, union=0 if empty else 50,
+                                         jaccard=1.0 if empty else 0.1 * layer + 0.05 * i + 0.02 * pair + n / 100))
+                rows.append(dict(model="toy", method=method, control=control, n_samples=n, seed_a=seed_a,
+                                 seed_b=seed_b, layer=None, module="lm_head", union=50, jaccard=0.9))
+    return pd.DataFrame(rows).astype({"layer": "Int64"})
+
+
+def test_layer_overlap_draws_the_pairs_mean_jaccard_per_layer_and_module_for_each_set_and_n(drawn, tmp_path):
+    table = _layer_overlap_table()
+    DRAW["layer_overlap"](table, tmp_path / "layer_overlap.png")
+    (fig, labels), = drawn
+    assert set(labels) == {"q_proj", "down_proj"}  # no line for the LM head
+    titles = [ax.get_title() for ax in fig.get_axes()]
+    assert titles == ["MathNeuro vs reading, n = 1", "MathNeuro vs reading, n = 10", "TopK(math), n = 1",
+                      "TopK(math), n = 10"]
+    drawn_rows = table[table["layer"].notna() & (table["union"] > 0)]
+    for ax, (method, n) in zip(fig.get_axes(), [("mathneuro", 1), ("mathneuro", 10), ("topk", 1), ("topk", 10)]):
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        for module in ("q_proj", "down_proj"):
+            rows = drawn_rows[(drawn_rows["method"] == method) & (drawn_rows["n_samples"] == n)
+                              & (drawn_rows["module"] == module)]
+            means = rows.groupby("layer")["jaccard"].mean()
+            x, y = lines[module].get_data()
+            assert list(x) == list(means.index) and list(y) == pytest.approx(list(means))
+    topk_q = {line.get_label(): line for line in fig.get_axes()[2].get_lines()}["q_proj"]
+    # layer 2, where neither TopK(math) set selects a q_proj entry, is left out
+    assert list(topk_q.get_xdata()) == [0, 1]
+
+
+def _subskill_table():
+    """Three sub-skill sets, two repeats, each taking its own task down more than the others."""
+    rows = []
+    for skill in ("math_add", "math_sub", "math_mul"):
+        for seed in (0, 1):
+            for task in ("toy_math_add", "toy_math_sub", "toy_math_mul", "toy_reading"):
+                change = -0.5 - seed / 10 if task.endswith(skill[-3:]) else -0.1
+                rows.append(dict(model="toy", skill=skill, method="mathneuro_all", control="x", k="5pct",
+                                 k_fraction=0.05, edit="x0", seed=seed, task=task, metric="exact_match,strict-match",
+                                 n=67, value=0.9 + change, base_value=0.9, change=change))
+    return pd.DataFrame(rows)
+
+
+def test_the_subskill_matrix_shows_each_pruned_set_against_each_task_in_points(drawn, tmp_path):
+    table = _subskill_table()
+    DRAW["subskills"](table, tmp_path / "subskills.png")
+    (fig, _), = drawn
+    image = fig.axes[0].images[0]
+    values = image.get_array()
+    rows = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    cols = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    expected = table.groupby(["skill", "task"])["change"].mean() * 100
+    for i, skill in enumerate(rows):
+        for j, task in enumerate(cols):
+            assert values[i, j] == pytest.approx(expected[(skill, task)])
+    assert sorted(rows) == ["math_add", "math_mul", "math_sub"] and "toy_reading" in cols
+
+
+def test_the_subskill_overlap_is_a_matrix_of_the_pairs_mean_jaccard(drawn, tmp_path):
+    import itertools
+
+    rows = [dict(model="toy", k="5pct", seed=seed, skill_a=a, skill_b=b, jaccard=0.1 * (len(a) + len(b)) / 16 + seed / 100)
+            for seed in (0, 1) for a, b in itertools.permutations(["math_add", "math_sub", "math_mul"], 2)]
+    table = pd.DataFrame(rows)
+    DRAW["subskill_overlap"](table, tmp_path / "overlap.png")
+    (fig, _), = drawn
+    values = fig.axes[0].images[0].get_array()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    means = table.groupby(["skill_a", "skill_b"])["jaccard"].mean()
+    for (i, a), (j, b) in itertools.product(enumerate(labels), repeat=2):
+        if a == b:
+            assert values.mask[i, j]  # a set with itself: not drawn
+        else:
+            assert values[i, j] == pytest.approx(means[(a, b)])

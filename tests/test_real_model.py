@@ -18,7 +18,7 @@ from mathneuro.analyses import FIGURES, TABLES
 from mathneuro.configs import compose
 from mathneuro.tables import EVAL_COLUMNS, SAMPLE_COLUMNS
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "tests" / "configs" / "smollm2-tiny.yaml"

@@ -8,8 +8,8 @@ import sys
 import pandas as pd
 import pytest
 
-from mathneuro.summary import columns, layer_rows, pick_metric, report, set_label, variant_table
-from mathneuro.tables import EVAL_MEASURES, summarize
+from mathneuro.summary import columns, layer_overlap_rows, layer_rows, pick_metric, report, set_label, variant_table
+from mathneuro.tables import EVAL_MEASURES, OVERLAP_MEASURES, summarize
 
 TASKS = {"toy_math": "exact_match,none", "toy_math_reworded": "exact_match,none", "toy_reading": "acc,none",
          "toy_facts": "acc,none"}
@@ -161,3 +161,55 @@ def test_layer_rows_split_the_set_by_layer_groups_and_module_types():
     assert rows.loc["v_proj", "% of the set"] == f"{100 * 8 / total:.1f}"
     with pytest.raises(ValueError, match="no wanda sets"):
         layer_rows(table, "wanda", "5pct")
+
+
+def layer_overlap_summary() -> pd.DataFrame:
+    """Per seed pair (3 seeds), two sets, two sample counts, 4 layers x 2 modules of 100 entries:
+    sets of 10 + layer entries, sharing layer + module index + pair entries (fewer at n = 1)."""
+    rows = []
+    for method, control in (("topk", "math"), ("mathneuro", "reading")):
+        for n in (1, 10):
+            for pair, (seed_a, seed_b) in enumerate([(0, 1), (0, 2), (1, 2)]):
+                for layer in range(4):
+                    for i, module in enumerate(("q_proj", "v_proj")):
+                        size = 10 + layer
+                        inter = (layer + i + pair) // (1 if n == 10 else 2)
+                        rows.append({"model": "toy", "method": method, "control": control, "k": "5pct",
+                                     "k_fraction": 0.05, "n_samples": n, "seed_a": seed_a, "seed_b": seed_b,
+                                     "layer": layer, "module": module, "numel": 100, "size_a": size,
+                                     "size_b": size, "intersection": inter, "union": 2 * size - inter,
+                                     "jaccard": inter / (2 * size - inter), "overlap_rate": inter / size})
+    table = pd.DataFrame(rows).astype({"layer": "Int64"})
+    return table, summarize(table, OVERLAP_MEASURES, over=("seed_a", "seed_b"))
+
+
+def test_layer_overlap_rows_pool_each_sets_matrices_per_layer_group_and_module_at_the_largest_n(tmp_path):
+    table, summary = layer_overlap_summary()
+    rows = layer_overlap_rows(summary, bins=2).set_index("where")
+    assert list(rows.columns) == ["MathNeuro vs reading", "TopK(math)"]
+    assert list(rows.index) == ["all", "layers 0–1", "layers 2–3", "q_proj", "v_proj"]
+    largest = table[(table["n_samples"] == 10) & (table["method"] == "mathneuro")]
+
+    def expected(part):  # means over the pairs of the summed counts
+        per_pair = part.groupby(["seed_a", "seed_b"])[["intersection", "union", "size_a"]].sum().mean()
+        inter, union, size = per_pair["intersection"], per_pair["union"], per_pair["size_a"]
+        return f"{inter / union:.2f} ({inter / size:.2f})"
+
+    assert rows.loc["all", "MathNeuro vs reading"] == expected(largest)
+    assert rows.loc["layers 2–3", "MathNeuro vs reading"] == expected(largest[largest["layer"] >= 2])
+    assert rows.loc["v_proj", "MathNeuro vs reading"] == expected(largest[largest["module"] == "v_proj"])
+    # one pair: "all" is the consistency table's whole-model Jaccard
+    one_pair = largest[(largest["seed_a"] == 0) & (largest["seed_b"] == 1)]
+    single = layer_overlap_rows(summarize(one_pair, OVERLAP_MEASURES, over=("seed_a", "seed_b")))
+    inter, union = one_pair["intersection"].sum(), one_pair["union"].sum()
+    assert single.set_index("where").loc["all", "MathNeuro vs reading"].startswith(f"{inter / union:.2f} (")
+
+    pruning, share = summaries()
+    folder = tmp_path / "tables"
+    folder.mkdir()
+    pruning.to_parquet(folder / "pruning_summary.parquet")
+    summary.to_parquet(folder / "layer_overlap_summary.parquet")
+    section = report(folder).split("Where two identifications agree (n = 10)", 1)[1].split("\n\n")[1]
+    assert section.splitlines()[0] == "| where | MathNeuro vs reading | TopK(math) |"
+    everything = rows.loc["all"]
+    assert section.splitlines()[2] == f"| all | {everything['MathNeuro vs reading']} | {everything['TopK(math)']} |"

@@ -34,6 +34,8 @@ def _recompute(question: str, task: str = "math") -> int:
 
 def test_sizes_and_ids(data):
     for task, splits in data.items():
+        if task in synthetic.OPERATIONS:  # math's records of one operation (tested below)
+            continue
         assert len(splits["train"]) == N_TRAIN and len(splits["test"]) == N_TEST
         ids = [r["id"] for s in splits.values() for r in s]
         assert len(set(ids)) == len(ids)
@@ -140,9 +142,27 @@ def test_the_default_configs_templates_render_the_toy_models_training_text():
     from mathneuro.data import _renderer
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
-    splits = {task: synthetic.generate(task, n_train=20, n_test=5, seed=0)["train"] for task in ("math", "reading")}
     for name, spec in config["datasets"].items():
         task = Path(spec["path"]).parent.name
+        records = synthetic.generate(task, n_train=60, n_test=5, seed=0)["train"]
+        assert records, name
         render = _renderer(spec)
-        for record in splits[task]:
+        for record in records:
             assert render(record) == synthetic.training_text(task, record)
+
+
+def test_the_operation_tasks_split_maths_own_records_by_operation():
+    """math_add, math_sub, math_mul hold exactly math's records (same draw, same ids), each record
+    in the task of the one operation its worked answer uses."""
+    math = synthetic.generate("math", n_train=400, n_test=40, seed=2)
+    parts = {t: synthetic.generate(t, n_train=400, n_test=40, seed=2) for t in synthetic.OPERATIONS}
+    symbol = {"add": "+", "sub": "-", "mul": "*"}
+    for split in ("train", "test"):
+        merged = sorted((r for p in parts.values() for r in p[split]), key=lambda r: r["id"])
+        assert merged == sorted(math[split], key=lambda r: r["id"])
+        for task, op in synthetic.OPERATIONS.items():
+            assert parts[task][split], (task, split)
+            assert all(r["answer"].startswith("We need ") and f" {symbol[op]} " in r["answer"].splitlines()[0]
+                       for r in parts[task][split])
+        assert all(synthetic.prompt_text(t, r) == synthetic.prompt_text("math", r)
+                   for t, p in parts.items() for r in p[split])

@@ -9,9 +9,11 @@ import pytest
 import yaml
 from conftest import SHARED_DATA
 
+from mathneuro import synthetic
 from mathneuro.configs import compose
 from mathneuro.evaluate import is_generated_task
-from mathneuro.tasks import leaf_tasks, task_paths, write_suite
+from mathneuro.tasks import (PROJECT_TASKS, leaf_tasks, local_only_data, project_configs, task_paths, unserved_tasks,
+                             write_suite)
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = [REPO / "config.yaml", *sorted((REPO / "configs").glob("*/*.yaml")),
@@ -24,7 +26,7 @@ DATA_KEYS = {"dataset_path", "dataset_name", "dataset_kwargs"}
 def manager():
     from lm_eval.tasks import TaskManager
 
-    return TaskManager(include_path=task_paths())  # lm-eval's tasks and the project's (EGSM)
+    return TaskManager(include_path=task_paths())  # lm-eval's tasks and the project's (EGSM, the toy's)
 
 
 def lm_eval_tasks(configfile: Path) -> list[str]:
@@ -88,3 +90,70 @@ def test_local_data_without_a_split_the_task_reads_fails_naming_it(manager, tmp_
 def test_unknown_task_is_named(manager, tmp_path):
     with pytest.raises(ValueError, match="no_such_task"):
         write_suite(["no_such_task"], tmp_path, manager=manager)
+
+
+# --- the toy's tasks (mathneuro/lm_tasks/toy): project tasks on data only local_data holds --------
+
+TOY_TASKS = {task: f"toy_{task}" for task in synthetic.TASKS}
+
+
+def test_each_synthetic_task_is_asked_in_the_prompt_the_toy_model_is_trained_on():
+    """The toy YAMLs hold synthetic.PROMPTS' text: rendered on generated records, their doc_to_text
+    is the prompt the model is trained on."""
+    import jinja2
+
+    configs = project_configs()
+    for task, name in TOY_TASKS.items():
+        template = jinja2.Template(configs[name]["doc_to_text"], keep_trailing_newline=True)
+        for record in synthetic.generate(task, n_train=0, n_test=5, seed=0)["test"]:
+            assert template.render(**record) == synthetic.prompt_text(task, record)
+
+
+def test_the_project_configs_are_what_lm_eval_reads(manager):
+    """project_configs (read without lm-eval, includes merged) agrees with lm-eval's index."""
+    configs = project_configs()
+    assert set(TOY_TASKS.values()) <= set(configs)
+    for name, config in configs.items():
+        indexed = manager.task_index[name].cfg
+        assert {key: config.get(key) for key in ("task", "dataset_path", "output_type", "doc_to_text")} == {
+            key: indexed.get(key) for key in ("task", "dataset_path", "output_type", "doc_to_text")}
+    assert configs["toy_math_reworded"]["generation_kwargs"] == configs["toy_math"]["generation_kwargs"]
+    assert configs["toy_math"]["generation_kwargs"]["max_gen_toks"] == 64
+
+
+def test_only_the_toys_data_is_local_only():
+    assert {name: local_only_data(name) for name in ("toy_math", "toy_facts", "egsm", "gsm8k_cot")} == {
+        "toy_math": "mathneuro/toy_math", "toy_facts": "mathneuro/toy_facts", "egsm": None, "gsm8k_cot": None}
+
+
+def test_a_toy_suite_includes_the_projects_yaml_and_reads_the_synthetic_files(tmp_path):
+    files = {task: synthetic.write_task(task, tmp_path / "data", n_train=2, n_test=3, seed=0)
+             for task in ("math", "reading")}
+    local = {f"mathneuro/toy_{task}": {"files": {split: str(path) for split, path in paths.items()}}
+             for task, paths in files.items()}
+    manifest = write_suite(["toy_math", "toy_reading"], tmp_path / "suite", local_data=local)
+    for task in ("math", "reading"):
+        written = yaml.safe_load((tmp_path / "suite" / f"toy_{task}.yaml").read_text())
+        test = {"test": [str(files[task]["test"].resolve())]}  # the test split alone: all the task reads
+        assert written == {"include": str((PROJECT_TASKS / "toy" / f"toy_{task}.yaml").resolve()),
+                           "dataset_path": "json", "dataset_name": None, "dataset_kwargs": {"data_files": test}}
+        assert manifest["leaves"][f"toy_{task}"]["data_files"] == test
+
+
+def test_toy_data_without_local_data_is_named_before_any_job(tmp_path):
+    suites = {"toy": {"tasks": ["toy_math", "toy_reading"]}, "paper": {"tasks": ["egsm", "gsm8k_cot"]}}
+    local = {"mathneuro/toy_reading": {"files": {"test": "reading.jsonl"}}}
+    problems = unserved_tasks(suites, local)
+    assert len(problems) == 1 and "suites.toy" in problems[0] and "'toy_math'" in problems[0]
+    assert "mathneuro/toy_math" in problems[0]
+    local["elsewhere"] = {"aliases": ["mathneuro/toy_math"], "files": {"test": "math.jsonl"}}
+    assert unserved_tasks(suites, local) == []
+    with pytest.raises(ValueError, match="toy_math.*mathneuro/toy_math"):
+        write_suite(["toy_math"], tmp_path, local_data={})
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize("configfile", CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_config_serves_the_toy_data_it_evaluates(configfile):
+    config = compose([configfile])
+    assert unserved_tasks(config["evaluation"]["suites"], config.get("local_data") or {}) == []

@@ -6,7 +6,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from mathneuro import evaluate, synthetic, toy
+from mathneuro import synthetic, toy
+from mathneuro.tasks import project_configs
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64,
         "max_position_embeddings": 128, "vocab_size": 300}
@@ -62,7 +63,8 @@ def test_worked_math_answers_fit_the_toy_math_generation_budget(texts):
     tokenizer = toy.build_tokenizer(texts, vocab_size=512)  # the toy model's vocabulary size
     answers = [r["answer"] for r in synthetic.generate("math", n_train=5000, n_test=1, seed=0)["train"]]
     longest = max(len(tokenizer(" " + a, add_special_tokens=False).input_ids) for a in answers)
-    assert 40 < longest < evaluate.TOY_MATH_MAX_GEN_TOKS  # room for the stop sequence
+    budget = project_configs()["toy_math"]["generation_kwargs"]["max_gen_toks"]  # mathneuro/lm_tasks/toy
+    assert 40 < longest < budget  # room for the stop sequence
 
 
 def test_make_model_untied(tokenizer):

@@ -149,6 +149,27 @@ def test_consistency_table_has_overlap_per_sample_count(run):
     assert ((consistency["seed_a"] == 0) & (consistency["seed_b"] == 1)).all()
 
 
+def test_the_sub_skill_study_prunes_each_set_on_every_task_of_its_suites_and_compares_the_sets(run):
+    """Every sub-skill's set, every seed, every task of the suites the sub-skill study evaluates,
+    with its change from the unedited model; and every ordered pair of the sets' overlaps."""
+    import itertools
+
+    config = compose([TINY])
+    sub, seeds = config["subskills"], config["identification"]["seeds"]
+    tasks = {t for suite in sub["suites"].values() for t in suite["tasks"]}
+    for name in sub.get("evaluate") or []:
+        tasks |= set(config["evaluation"]["suites"][name]["tasks"])
+    matrix = table(run, "subskills")
+    assert set(zip(matrix["skill"], matrix["seed"], matrix["task"])) == set(itertools.product(sub["skills"], seeds, tasks))
+    assert (matrix["method"] == sub["method"]).all()
+    assert ((matrix["value"] - matrix["base_value"] - matrix["change"]).abs() < 1e-12).all()
+    assert (table(run, "pruning")["skill"] == config["identification"]["skill"]).all()
+    overlaps = table(run, "subskill_overlap")
+    pairs = set(itertools.permutations(sub["skills"], 2))
+    assert set(zip(overlaps["skill_a"], overlaps["skill_b"], overlaps["seed"])) == {(*p, s) for p in pairs for s in seeds}
+    assert overlaps["jaccard"].between(0, 1).all() and (overlaps["size_a"] > 0).all()
+
+
 def test_every_evaluation_keeps_lm_evals_results_and_the_generations(run, tiny_jobs):
     """Next to each tidy table: lm-eval's results JSON, and the per-sample records of generation
     tasks (log_samples unset), gathered in the study's samples table."""
@@ -277,12 +298,17 @@ def lape_threshold(c):
     lape["filter_rate"] = 0.9 * lape.get("filter_rate", 0.95)
 
 
+def reads_statistics(job: Job) -> bool:
+    """A set job of a method made from statistics (K and its own settings reach it as params)."""
+    return job.rule == "select_set" and METHODS[job.wc["method"]].reads == "statistics"
+
+
 # change -> the jobs that read the changed value (they and their descendants must rerun)
 VALUES = {
-    "K fraction": (k_fraction, lambda c, j: j.rule in ("top_k", "lape_mask") and j.wc["k"] == c["consistency"]["k"]),
+    "K fraction": (k_fraction, lambda c, j: (j.rule == "top_k" or reads_statistics(j)) and j.wc["k"] == c["consistency"]["k"]),
     "edit factor": (edit_factor, lambda c, j: j.rule == "evaluate" and j.wc["edit"] == c["scaling"]["edits"][0]),
     "suite limit": (suite_limit, lambda c, j: j.rule in ("evaluate", "evaluate_base") and j.wc["suite"] == "toy"),
-    "LAPE threshold": (lape_threshold, lambda c, j: j.rule == "lape_mask"),
+    "LAPE threshold": (lape_threshold, lambda c, j: reads_statistics(j) and METHODS[j.wc["method"]].settings == "lape"),
 }
 
 
@@ -423,8 +449,36 @@ def test_a_study_of_another_skill_reuses_the_models_statistics_and_overwrites_no
     jobs whose every output is new (its sets, evaluations and tables)."""
     finished = {f for job in fake_finished_run(tmp_path, REPO / "config.yaml") for f in job.outputs}
     jobs = planned(tmp_path, REPO / "configs" / "examples" / "reading.yaml")
-    assert {"difference", "evaluate", "aggregate"} <= {j.rule for j in jobs}
+    assert {"select_set", "evaluate", "aggregate"} <= {j.rule for j in jobs}
     assert [j for j in jobs if j.outputs & finished] == []
+
+
+def test_a_separate_control_k_plans_only_its_new_sets_and_q_equal_p_plans_nothing(tmp_path):
+    """configs/examples/control-k.yaml (q = 2p) after a finished default run: no job writes a file
+    the default wrote, no collection runs, the new TopK jobs are the controls' at q, and the new
+    sets are those of the methods that read control TopK sets. The default with q = p stated
+    (ratio 1) plans nothing but the tables."""
+    from snakemake.utils import validate
+
+    from mathneuro.study import Study
+
+    default = REPO / "config.yaml"
+    finished = {f for job in fake_finished_run(tmp_path, default) for f in job.outputs}
+    configfile = REPO / "configs" / "examples" / "control-k.yaml"
+    config = compose([configfile])
+    validate(config, str(REPO / "schemas" / "config.schema.yaml"))
+    study = Study(config)
+    jobs = planned(tmp_path, configfile)
+    assert [j for j in jobs if j.outputs & finished] == []
+    assert "collect_activations" not in {j.rule for j in jobs}
+    top_k = [j for j in jobs if j.rule == "top_k"]
+    assert top_k and all(j.wc["dataset"] in study.controls and j.wc["k"] in study.composite_k for j in top_k)
+    made = {j.wc["method"] for j in jobs if j.rule == "select_set"}
+    assert made == {m for m in config["methods"] if study.set_k(m, "5pct") != "5pct"}
+
+    same = compose([default])
+    same["identification"]["control_k"] = {"ratio": 1}
+    assert {j.rule for j in planned(tmp_path, write_config(tmp_path / "same.yaml", same))} <= ALWAYS
 
 
 @pytest.mark.parametrize("configfile", MODEL_CONFIGS, ids=lambda p: p.stem)
@@ -465,26 +519,14 @@ def test_the_slurm_profile_sends_every_gpu_job_and_only_those_to_the_gpu_partiti
 # --- Bad configs ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("change", "named"),
-    [
-        (lambda c: c["identification"]["k"].update(big=1.5), "1.5"),
-        (lambda c: c["identification"].update(controls=["race"]), "identification.controls"),
-        (lambda c: c["pruning"].update(k=["3pct"]), "pruning.k"),
-        (lambda c: c["datasets"]["math"].update(n=10), "datasets.math.n"),
-        (lambda c: c["datasets"]["math"].update(source="ftp"), "ftp"),
-        (lambda c: c.update(identificaton={}), "identificaton"),
-        (lambda c: c.update(methods=["mathneuro", "magic"]), "magic"),
-        (lambda c: c["data_efficiency"].update(k=["3pct"]), "data_efficiency.k"),
-        (lambda c: c.update(base="missing.yaml"), "missing.yaml"),
-    ],
-)
-def test_bad_config_fails_validation_naming_the_key_before_any_job(tmp_path, change, named):
+def test_a_bad_config_fails_naming_the_key_before_any_job(tmp_path):
+    """One smoke test of the check's place in the workflow: every case is a unit test of
+    mathneuro.study (tests/test_study.py) and of the schema."""
     config = compose([TINY])
-    change(config)
+    config["pruning"]["k"] = ["3pct"]
     done = snakemake(tmp_path / "work", write_config(tmp_path / "bad.yaml", config), "--cores", "1", check=False)
     assert done.returncode != 0
-    assert named in done.stdout + done.stderr
+    assert "pruning.k" in done.stdout + done.stderr
     assert not (tmp_path / "work" / "results").exists()
 
 

@@ -15,8 +15,11 @@ with log_to(snakemake.log[0]) as log:
         read(inputs.evaluations),
         name_top_k_set(read(inputs.counts), **params.top_k_set),
         read(inputs.consistency),
+        read(inputs.layer_overlaps),
+        read(inputs.subskill_overlaps) if inputs.subskill_overlaps else None,
         selections=params.selections,
         skill_tasks=params.skill_tasks,
+        skill=params.skill,
     )
     table_paths = {Path(p).stem: p for p in output.tables}
     summary_paths = {Path(p).stem.removesuffix("_summary"): p for p in output.summaries}

@@ -1,6 +1,6 @@
 """Convert MMLU's original release (CSV) into cais/mmlu hub records, one JSON-lines file per subject."""
 
-from mathneuro.data import write_mmlu_records
+from mathneuro.mmlu import write_mmlu_records
 from mathneuro.logs import log_to
 
 with log_to(snakemake.log[0]) as log:

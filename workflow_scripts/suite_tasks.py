@@ -1,22 +1,17 @@
-"""Write one suite's lm-eval task folder: toy and bits-per-byte task YAMLs, and lm-eval's own tasks
-with local data."""
+"""Write one suite's lm-eval task folder: the bits-per-byte tasks from the config's data sets, and
+every other task (lm-eval's, the project's: the toy's, EGSM) included with its data redirected."""
 
-from mathneuro.evaluate import write_task_yamls
+from mathneuro.evaluate import is_bpb_task, write_bpb_tasks
 from mathneuro.logs import log_to
 
 with log_to(snakemake.log[0]) as log:
     tasks, lm_eval, out = snakemake.params.tasks, snakemake.params.lm_eval, snakemake.output[0]
-    toy = {task[len("toy_"):]: snakemake.input[task] for task in tasks if task.startswith("toy_")}
-    for path in write_task_yamls(toy, out):
-        log.info("toy task %s", path)
     bpb = snakemake.params.bpb
     if bpb:
-        from mathneuro.evaluate import write_bpb_tasks
-
         counts = write_bpb_tasks(bpb["specs"], out, split=bpb["split"], local_data=bpb["local_data"])
         for name, count in counts.items():
             log.info("%s: bits per byte of %d held-out texts", name, count)
-    others = [task for task in tasks if not task.startswith(("toy_", "bpb_"))]
+    others = [task for task in tasks if not is_bpb_task(task)]
     if others:
         from mathneuro.tasks import write_suite
 

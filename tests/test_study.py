@@ -1,0 +1,223 @@
+"""mathneuro.study without Snakemake: every config the project ships is consistent, every bad
+cross-reference is named by its key, and the analyses' variants are the config's axes crossed."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from pathlib import Path
+
+import pytest
+from snakemake.utils import validate
+
+from mathneuro.configs import compose
+from mathneuro.methods import METHODS, control_sets, controls
+from mathneuro.study import EDIT_ANALYSES, Study, canonical
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+TINY = REPO / "tests" / "configs" / "tiny.yaml"
+SHIPPED = [REPO / "config.yaml", TINY, *sorted((REPO / "configs" / "models").glob("*.yaml")),
+           *sorted((REPO / "configs" / "examples").glob("*.yaml"))]
+
+
+def validated(config: dict) -> dict:
+    """The config as the workflow holds it: schema-checked, with the schema's defaults."""
+    config = copy.deepcopy(config)
+    validate(config, str(SCHEMA))
+    return config
+
+
+def tiny() -> dict:
+    return validated(compose([TINY]))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_shipped_config_is_consistent(path):
+    assert Study(validated(compose([path]))).problems() == []
+
+
+def label_cases(config: dict) -> list[tuple[str, callable]]:
+    """(key, change) for every key that names a K, an edit or a method: set to an unknown label."""
+    def setter(section, key, wrap=list):
+        return lambda c: c[section].__setitem__(key, wrap(["nope"]) if wrap is list else "nope")
+
+    cases = [(f"{s}.k", setter(s, "k")) for s in ("pruning", "scaling", "data_efficiency")]
+    cases += [("consistency.k", setter("consistency", "k", wrap=str)), ("pruning.edit", setter("pruning", "edit", str))]
+    cases += [(f"{s}.edits", setter(s, "edits")) for s in ("scaling", "data_efficiency")]
+    cases += [("methods", lambda c: c.__setitem__("methods", [*c["methods"], "nope"]))]
+    cases += [(f"{s}.methods", setter(s, "methods")) for s in ("pruning", "scaling", "data_efficiency")]
+    return cases
+
+
+CROSS_REFERENCES = [
+    *label_cases(compose([TINY])),
+    ("identification.skill", lambda c: c["identification"].update(skill="nope")),
+    ("identification.controls", lambda c: c["identification"].update(controls=["nope"])),
+    ("identification.controls", lambda c: c["identification"].update(controls=[c["identification"]["skill"]])),
+    *[(f"datasets.{d}.{key}", lambda c, d=d, key=key: c["datasets"][d].update({key: 1}))
+      for d in compose([TINY])["datasets"] for key in ("n", "seed")],
+    ("datasets.math", lambda c: c["datasets"]["math"].update(columns=["a"])),  # columns: csv only
+    ("models.toy", lambda c: c.pop("synthetic")),
+    ("models.toy", lambda c: c["models"]["toy"].update(architecture={"model_type": "llama"})),
+]
+
+
+@pytest.mark.parametrize(("key", "change"), CROSS_REFERENCES, ids=[c[0] for c in CROSS_REFERENCES])
+def test_every_bad_cross_reference_is_named_by_its_key(key, change):
+    config = tiny()
+    change(config)
+    problems = Study(config).problems()
+    assert problems and any(key in p for p in problems), problems
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (lambda c: c["identification"]["k"].update(big=1.5), "1.5"),
+    (lambda c: c["datasets"]["math"].update(source="ftp"), "ftp"),
+    (lambda c: c.update(identificaton={}), "identificaton"),
+])
+def test_the_schema_names_what_it_refuses(change, named):
+    config = compose([TINY])
+    change(config)
+    with pytest.raises(Exception, match=named):
+        validate(config, str(SCHEMA))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_an_analysis_evaluates_its_axes_crossed_with_each_methods_controls(path):
+    study = Study(validated(compose([path])))
+    for analysis in EDIT_ANALYSES:
+        axes = study.analysis_axes(analysis)
+        expected = [(m, c, n, seed, study.set_k(m, k), edit) for m in axes["method"] for c in controls(m, study.controls)
+                    for n, seed, k, edit in itertools.product(axes["n_samples"], axes["seed"], axes["k"], axes["edit"])]
+        assert study.variants(analysis) == expected
+        assert set(axes["method"]) <= set(METHODS) and set(axes["k"]) <= set(study.k)
+    everything = [v for a in EDIT_ANALYSES for v in study.variants(a)]
+    assert study.evaluated_variants() == list(dict.fromkeys(everything))
+    assert study.study_k() == sorted(study.study_k(), key=study.k.get)
+
+
+def test_k_labels_are_ordered_by_fraction_and_defaults_fill_in():
+    config = tiny()
+    config["identification"]["k"] = {"b": 0.2, "a": 0.01, "c": 0.1}
+    config["data_efficiency"].update(k=None, methods=None)
+    study = Study(config)
+    assert list(study.k) == ["a", "c", "b"]
+    assert study.data_efficiency_k == [config["consistency"]["k"]]
+    assert study.data_efficiency_methods == config["pruning"]["methods"]
+
+
+def test_local_copies_resolve_by_key_or_alias_and_a_release_reads_its_converted_files(tmp_path):
+    config = tiny()
+    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
+    (tmp_path / "b.jsonl").write_text('{"text": "y"}\n')
+    config["local_data"] = {
+        "org/set": {"aliases": ["set"], "files": {"train": str(tmp_path / "*.jsonl")}},
+        "cais/mmlu": {"aliases": [], "mmlu_release": str(tmp_path / "release")},
+    }
+    study = Study(config, results="out")
+    assert study.local_key("set") == study.local_key("org/set") == "org/set"
+    assert study.local_key("other") is None
+    hf = {"source": "hf", "path": "set", "split": "train"}
+    assert study.spec_files(hf) == [str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]
+    assert study.spec_files({"source": "hf", "path": "cais/mmlu", "name": "all"}) == ["out/data/local/cais/mmlu"]
+    assert study.local_data["cais/mmlu"]["files"]["test"] == "out/data/local/cais/mmlu/test/{name}.jsonl"
+    assert study.spec_files({"source": "json", "path": str(tmp_path / "a.jsonl")}) == [str(tmp_path / "a.jsonl")]
+    config["datasets"]["math"] = hf
+    assert study.dataset_local_data("math") == {"org/set": canonical(config["local_data"]["org/set"])}
+    assert study.dataset_spec("math", 3, 1) == canonical({**hf, "n": 3, "seed": 1})
+
+
+CONTROL_K = [None, {"ratio": 1}, {"ratio": 2}, {"ratio": 50}, {"fractions": {"5pct": 0.2}}, {"fractions": {"5pct": 0.05}}]
+
+
+@pytest.mark.parametrize("control_k", CONTROL_K, ids=str)
+def test_a_set_carries_its_controls_k_in_its_label_only_where_it_differs(control_k):
+    """q = p keeps every label (and so every finished file) as it was; q != p gives the sets that
+    read control TopK sets, and their same-count baselines, a label of their own that names q,
+    and their TopK jobs keep q."""
+    config = tiny()
+    config["identification"]["control_k"] = control_k
+    study = Study(config)
+    assert study.problems() == []
+    for k, p in study.k.items():
+        q = study.control_k[k]
+        if control_k is None:
+            assert q == p
+        elif "ratio" in control_k:
+            assert q == min(1.0, control_k["ratio"] * p)
+        else:
+            assert q == control_k["fractions"].get(k, p)
+        for name, method in METHODS.items():
+            label = study.set_k(name, k)
+            reads_control_top_k = (method.reads == "top_k" and method.controls != "none") or (
+                method.reads == "set" and METHODS[method.same_count_as].reads == "top_k")
+            assert (label != k) == (q != p and reads_control_top_k), (name, k)
+            assert study.skill_k(label) == k
+            assert study.k_labels(label) == {"k": k, "k_fraction": p} | (
+                {"control_k_fraction": q} if label != k else {})
+            assert study.top_k_fraction(label) == (q if label != k else p)
+
+
+def test_control_k_names_known_k_labels_and_no_k_label_takes_a_sets_name():
+    config = tiny()
+    config["identification"]["control_k"] = {"fractions": {"3pct": 0.1}}
+    assert any("identification.control_k.fractions" in p for p in Study(config).problems())
+    config["identification"]["control_k"] = {"ratio": 2}
+    config["identification"]["k"]["5pct-c10pct"] = 0.3
+    assert any("5pct-c10pct" in p for p in Study(config).problems())
+
+
+def default() -> dict:
+    return validated(compose([REPO / "config.yaml"]))
+
+
+def test_the_default_sub_skill_study_prunes_each_operations_set_made_against_the_others_and_reading():
+    config = default()
+    study, sub = Study(config), config["subskills"]
+    assert study.problems() == []
+    method = METHODS[sub["method"]]
+    expected = []
+    for skill in sub["skills"]:
+        against = [s for s in sub["skills"] if s != skill] + sub["controls"]
+        for control in controls(sub["method"], against):
+            if method.controls == "all":  # one set against the other skills and the controls at once
+                assert sorted(control_sets(control)) == sorted(against)
+            expected += [(skill, sub["method"], control, study.n_samples, seed, study.set_k(sub["method"], k),
+                          study.subskill_edit()) for seed in study.seeds for k in study.subskill_k()]
+    assert study.subskill_variants() == expected
+    assert study.subskill_suites() == [*config["evaluation"]["suites"], *sub["suites"]]
+    assert set(study.suites) == set(config["evaluation"]["suites"]) | set(sub["suites"])
+    pair = study.subskill_sets()
+    assert set(pair) == set(sub["skills"]) and {c for _, c in pair.values()} == set(controls(sub["method"], sub["controls"]))
+    assert set(study.all_datasets()) == {study.skill, *study.controls, *sub["skills"], *sub["controls"]}
+    assert not set(sub["skills"]) & set(study.synthetic_tasks(trained=True))  # the toy learns math, not its parts again
+
+
+SUBSKILL_PROBLEMS = [
+    ("subskills.skills", lambda c: c["subskills"].update(skills=["math_add", "nope"])),
+    ("subskills.controls", lambda c: c["subskills"].update(controls=["math_add"])),
+    ("subskills.method", lambda c: c["subskills"].update(method="nope")),
+    ("subskills.method", lambda c: c["subskills"].update(method=next(m for m in METHODS if METHODS[m].top_k_set))),
+    ("subskills.k", lambda c: c["subskills"].update(k=["3pct"])),
+    ("subskills.edit", lambda c: c["subskills"].update(edit="x9")),
+    ("subskills.evaluate", lambda c: c["subskills"].update(evaluate=["nope"])),
+    ("subskills.suites.toy", lambda c: c["subskills"]["suites"].update(toy=c["evaluation"]["suites"]["toy"])),
+    ("synthetic.tasks.math_add", lambda c: c["synthetic"]["tasks"]["math_add"].update(n_test=10)),
+]
+
+
+@pytest.mark.parametrize(("key", "change"), SUBSKILL_PROBLEMS, ids=[c[0] for c in SUBSKILL_PROBLEMS])
+def test_every_bad_sub_skill_setting_is_named_by_its_key(key, change):
+    config = default()
+    change(config)
+    problems = Study(config).problems()
+    assert any(key in p for p in problems), problems
+
+
+def test_without_a_sub_skill_study_nothing_is_planned_for_one():
+    config = tiny()
+    config.pop("subskills", None)
+    study = Study(config)
+    assert study.subskill_variants() == study.subskill_overlaps() == study.subskill_suites() == []
+    assert study.aggregate_params()["selections"]["subskills"]["skill"] == []
