@@ -184,7 +184,6 @@ def check_data(datasets: Mapping[str, Mapping[str, Any]], local_data: Mapping[st
         problems.extend(f"{key}: {f} {why}" for f, why in bad)
         return [] if bad else files
 
-    readable: dict[str, list[str]] = {}  # local_data key -> split -> files, for the template check
     for hub_id, entry in local_data.items():
         if "mmlu_release" in entry:
             files_of(f"local_data.{hub_id}.mmlu_release", str(entry["mmlu_release"]))
