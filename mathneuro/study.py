@@ -546,6 +546,6 @@ class Study:
 
     def hub_datasets(self) -> list[dict[str, Any]]:
         """The hub data sets the study reads from the hub (no local copy): what prefetch fetches."""
-        specs = (self.config["datasets"][d] for d in self.datasets)
+        specs = (self.config["datasets"][d] for d in self.all_datasets())
         return [{k: v for k, v in spec.items() if k in ("path", "name", "revision")}
                 for spec in specs if spec["source"] == "hf" and self.local_key(spec["path"]) is None]

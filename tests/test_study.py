@@ -221,3 +221,16 @@ def test_without_a_sub_skill_study_nothing_is_planned_for_one():
     study = Study(config)
     assert study.subskill_variants() == study.subskill_overlaps() == study.subskill_suites() == []
     assert study.aggregate_params()["selections"]["subskills"]["skill"] == []
+
+
+def test_prefetch_fetches_every_hub_data_set_a_set_is_made_from_the_sub_skills_included():
+    """On a login node: the skill's, the controls' and the sub-skills' hub data sets (MATH's
+    subjects in the example), none read from local files."""
+    config = validated(compose([REPO / "configs" / "examples" / "math-subjects.yaml"]))
+    study = Study(config)
+    fetched = study.prefetch()["datasets"]
+    for name in study.all_datasets():
+        spec = config["datasets"][name]
+        wanted = {k: v for k, v in spec.items() if k in ("path", "name", "revision")}
+        assert (wanted in fetched) == (spec["source"] == "hf" and study.local_key(spec["path"]) is None), name
+    assert any(d.get("name") == "geometry" for d in fetched)
