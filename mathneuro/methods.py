@@ -168,7 +168,8 @@ def make_set(name: str, files: Mapping[str, Sequence[str]], *, skill: str, seed:
     arguments; ``targets``: find_targets'). The set's provenance records ``model_parameters``."""
     from mathneuro.masks import ParameterMask
 
-    m, make = method(name), method(name).function()
+    m = method(name)
+    make = m.function()
     if m.reads == "top_k":
         inputs = [ParameterMask.load(path) for path in files["top_k"]]
         mask, parameters = make(*inputs), inputs[0].provenance["model_parameters"]

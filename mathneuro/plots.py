@@ -364,10 +364,9 @@ def plot_subskills(table: pd.DataFrame, path: str | Path) -> None:
     one panel per model and K. A diagonal says the parts live apart."""
     if table.empty:
         return _empty(path, "sub-skill study")
-    from mathneuro.summary import pick_metric
+    from mathneuro.summary import headline_rows
 
-    metric = {t: pick_metric(list(table.loc[table["task"] == t, "metric"].unique())) for t in table["task"].unique()}
-    rows = table[table["metric"] == table["task"].map(metric)]
+    rows, _ = headline_rows(table)
     rows = rows[rows["task"].isin(_headline_tasks(rows))]
     points = rows["value"].between(0, 1) & rows["base_value"].between(0, 1)
     rows = rows.assign(shown=rows["change"].where(~points, rows["change"] * 100))

@@ -49,6 +49,7 @@ class Study:
         self.control_k = {k: self._control_fraction(k, p) for k, p in self.k.items()}  # label -> q
         # a set whose control TopK sets are at q != p is labelled k<label>-c<q>pct; so are those TopK sets
         self.composite_k = {f"{k}-c{100 * q:g}pct": k for k, q in self.control_k.items() if q != self.k[k]}
+        self._composite_of = {k: label for label, k in self.composite_k.items()}  # skill K label -> composite
         self.edits = config["edits"]  # label -> weight factor
         self.consistency = config["consistency"]
         efficiency = config["data_efficiency"]
@@ -82,8 +83,7 @@ class Study:
         if m.reads == "set":
             return self.set_k(m.same_count_as, k)
         uses_control_k = m.reads == "top_k" and m.controls != "none"
-        composite = {plain: label for label, plain in self.composite_k.items()}
-        return composite.get(k, k) if uses_control_k else k
+        return self._composite_of.get(k, k) if uses_control_k else k
 
     def skill_k(self, label: str) -> str:
         """The skill's K label of a set or TopK K label (the plain label itself, or a composite's)."""
@@ -101,7 +101,7 @@ class Study:
 
     def control_k_label(self, label: str) -> dict[str, float]:
         """``{"control_k_fraction": q}`` for a composite K label, else nothing."""
-        return {"control_k_fraction": self.control_k[self.composite_k[label]]} if label in self.composite_k else {}
+        return {"control_k_fraction": self.top_k_fraction(label)} if label in self.composite_k else {}
 
     def set_labels(self, model: str, method: str | None, control: str, n: int, seed: int, k: str) -> dict[str, Any]:
         """How a set's counts and evaluations are labelled. A data set's own TopK set (``method``
@@ -133,6 +133,8 @@ class Study:
             ("scaling.edits", config["scaling"]["edits"], self.edits, "edits"),
             ("data_efficiency.edits", config["data_efficiency"]["edits"], self.edits, "edits"),
             ("methods", config["methods"], METHODS, "the methods"),
+            ("subskills.k", self.subskill_k() if self.subskills else [], self.k, "identification.k"),
+            ("subskills.edit", [self.subskill_edit()] if self.subskills else [], self.edits, "edits"),
         ]:
             problems += [f"{key} names {label!r}, not among {what}: {sorted(defined)}"
                          for label in labels if label not in defined]
@@ -206,10 +208,6 @@ class Study:
         if sub["method"] not in METHODS or METHODS[sub["method"]].top_k_set:
             made = [m for m in METHODS if not METHODS[m].top_k_set]
             problems.append(f"subskills.method {sub['method']!r} is not a method that makes sets: {made}")
-        problems += [f"subskills.k names {k!r}, not among identification.k: {sorted(self.k)}"
-                     for k in self.subskill_k() if k not in self.k]
-        if self.subskill_edit() not in self.edits:
-            problems.append(f"subskills.edit names {self.subskill_edit()!r}, not among edits: {sorted(self.edits)}")
         problems += [f"subskills.evaluate names suite {s!r}, not among evaluation.suites: "
                      f"{sorted(self.config['evaluation']['suites'])}"
                      for s in sub.get("evaluate") or [] if s not in self.config["evaluation"]["suites"]]
@@ -364,6 +362,12 @@ class Study:
     def suite_tasks(self, suite: str) -> list[str]:
         return self.suites[suite]["tasks"]
 
+    def _generated_only(self, suite: str) -> bool:
+        """A suite of bits-per-byte tasks alone: written from the config, reading no task files."""
+        from mathneuro.evaluate import is_generated_task
+
+        return all(is_generated_task(t) for t in self.suite_tasks(suite))
+
     def bpb_files(self, suite: str) -> list[str]:
         """The held-out files a suite's bpb_<data set> tasks read: a file spec's own, or the local
         copy of a hub data set's held-out split."""
@@ -401,10 +405,8 @@ class Study:
     def suite_inputs(self, suite: str) -> dict[str, list[str]]:
         """Files a suite's task folder is made from, by name: the local data (the toy tasks'
         synthetic files among them) and the user's task files that its tasks may read."""
-        from mathneuro.evaluate import is_generated_task
-
         include_path = self.config["evaluation"]["include_path"]
-        if all(is_generated_task(t) for t in self.suite_tasks(suite)):
+        if self._generated_only(suite):
             return {}
         user = {"user_tasks": sorted(str(p) for p in Path(include_path).rglob("*.yaml"))} if include_path else {}
         local = self.suite_local_data(suite)
@@ -414,9 +416,7 @@ class Study:
     def suite_lm_eval(self, suite: str, lm_eval_version: str) -> dict[str, Any]:
         """What lm-eval's and the project's tasks in a suite depend on besides their names
         (nothing for a suite of bits-per-byte tasks alone)."""
-        from mathneuro.evaluate import is_generated_task
-
-        if all(is_generated_task(t) for t in self.suite_tasks(suite)):
+        if self._generated_only(suite):
             return {}
         return {"include_path": self.config["evaluation"]["include_path"], "local_data": self.suite_local_data(suite),
                 "version": lm_eval_version}

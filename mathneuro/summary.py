@@ -40,6 +40,12 @@ def pick_metric(metrics: Sequence[str]) -> str:
 PROPORTIONS = ("exact_match", "acc")  # metrics printed in percent; others (bits_per_byte) as they are
 
 
+def headline_rows(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The rows of each task's reported metric (``pick_metric``), and that metric per task."""
+    metric = {t: pick_metric(list(rows.loc[rows["task"] == t, "metric"].unique())) for t in rows["task"].unique()}
+    return rows[rows["metric"] == rows["task"].map(metric)], metric
+
+
 def task_label(task: str) -> str:
     if is_bpb_task(task):
         return f"{task[len(BPB_PREFIX):]} bits/byte"
@@ -103,8 +109,7 @@ def variant_table(summary: pd.DataFrame, share: pd.DataFrame | None = None, *, k
     if rows.empty:
         raise ValueError(f"no rows at k={k!r}, edit={edit!r}, n_samples={n_samples}")
     shown = columns(rows["task"])
-    metric = {t: pick_metric(list(rows.loc[rows["task"] == t, "metric"].unique())) for t in rows["task"].unique()}
-    rows = rows[rows["metric"] == rows["task"].map(metric)]
+    rows, metric = headline_rows(rows)
 
     def cells(values: pd.Series) -> list[str]:  # task -> value; a family's mean of its tasks
         return [formatted(values.reindex(tasks).mean(skipna=False), metric[tasks[0]]) for tasks in shown.values()]
@@ -223,8 +228,7 @@ def subskill_rows(summary: pd.DataFrame, k: str) -> pd.DataFrame:
     rows = summary[summary["k"] == k]
     if rows.empty:
         raise ValueError(f"no sub-skill rows at k={k!r}")
-    metric = {t: pick_metric(list(rows.loc[rows["task"] == t, "metric"].unique())) for t in rows["task"].unique()}
-    rows = rows[rows["metric"] == rows["task"].map(metric)]
+    rows, metric = headline_rows(rows)
     shown = columns(rows["task"])
 
     def cell(change: float, task: str) -> str:

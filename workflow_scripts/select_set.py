@@ -3,7 +3,7 @@
 import torch
 
 from mathneuro.logs import log_to
-from mathneuro.methods import make_set
+from mathneuro.methods import READS, make_set
 from mathneuro.provenance import write_parquet
 from mathneuro.tables import mask_counts
 
@@ -11,7 +11,7 @@ with log_to(snakemake.log[0]) as log:
     params, inputs, output, wildcards = snakemake.params, snakemake.input, snakemake.output, snakemake.wildcards
     torch.set_num_threads(snakemake.threads)
     labels = params.labels
-    files = {kind: list(inputs[kind]) for kind in ("top_k", "statistics", "set") if kind in inputs.keys()}
+    files = {kind: list(inputs[kind]) for kind in READS if kind in inputs.keys()}
     mask = make_set(labels["method"], files, skill=wildcards.skill, seed=labels["seed"], k_fraction=labels["k_fraction"],
                     **params.inputs)
     mask.save(output.mask)
