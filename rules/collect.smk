@@ -25,11 +25,11 @@ rule collect_activations:
         runtime=runtime_min(5),
     params:
         model=model_params,
-        spec=lambda wc: study.dataset_spec(wc.dataset, wc.n, wc.seed),
+        spec=lambda wc: study.data.spec(wc.dataset, wc.n, wc.seed),
         local_data=dataset_local_data,
-        batch_size=lambda wc: study.model(wc.model)["collect_batch_size"],
+        batch_size=lambda wc: study.models[wc.model]["collect_batch_size"],
         max_length=config["identification"]["max_length"],
         statistic=config["identification"]["statistic"],
-        targets=study.target_params(),
+        targets=study.targets,
     script:
         "../workflow_scripts/collect_activations.py"

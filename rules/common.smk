@@ -101,7 +101,7 @@ def base_eval_path(model, suite, kind="table"):
 
 # The consistency analysis' sets at K label CONSISTENCY_K (composite where the controls' K
 # differs, which its files then name, so they never overwrite those of the controls' own K).
-CONSISTENCY_K = study.set_k(SPECIFIC, study.consistency["k"])
+CONSISTENCY_K = study.k.of_set(SPECIFIC, study.consistency["k"])
 
 
 def consistency_path(model, skill, control, n):
@@ -115,7 +115,7 @@ def topk_consistency_path(model, dataset, n):
 
 def subskill_overlap_path(model, method, n, seed, k):
     """The overlaps of the sub-skills' sets with one another (their labels name the file)."""
-    skills = "+".join(sorted(study.subskills["skills"]))
+    skills = "+".join(sorted(study.subskills.skills))
     return f"{RESULTS}/{model}/subskill_overlap/{skills}/{method}/n{n}/seed{seed}/k{k}.parquet"
 
 
@@ -148,19 +148,19 @@ def per(wildcard, function):
 
 
 def model_input(wildcards):
-    folder = study.model_dir(wildcards.model)
+    folder = study.models.folder(wildcards.model)
     return [folder] if folder else []
 
 
 def models_built_as(kind):
     """Wildcard constraint: the models built as `kind` (toy, random, gguf)."""
-    return "|".join(map(re.escape, study.models_built_as(kind))) or "(?!)"
+    return "|".join(map(re.escape, study.models.built_as(kind))) or "(?!)"
 
 
-model_params = per("model", study.model_params)
-gpus = per("model", lambda model: study.model(model)["gpus"])
-model_threads = per("model", lambda model: study.model(model)["threads"])
-gguf_file = per("model", study.gguf_files)
+model_params = per("model", study.models.params)
+gpus = per("model", lambda model: study.models[model]["gpus"])
+model_threads = per("model", lambda model: study.models[model]["threads"])
+gguf_file = per("model", study.models.gguf_files)
 
 
 # Memory and time grow with the attempt (profiles/slurm: retries).
@@ -168,12 +168,14 @@ gguf_file = per("model", study.gguf_files)
 
 def mem_mb(per_billion):
     """Host memory: 4 GB plus `per_billion` MB per billion parameters, times the attempt."""
-    return lambda wc, attempt: study.memory_mb(wc.model, attempt, per_billion)
+    return lambda wc, attempt: study.models.memory_mb(wc.model, attempt, per_billion)
 
 
 def runtime_min(per_billion, floor=10):
     """Minutes: `per_billion` per billion parameters, at least `floor`, times the attempt."""
-    return lambda wc, attempt: study.runtime_min(wc.model, attempt, per_billion, floor)
+    return lambda wc, attempt: study.models.runtime_min(
+        wc.model, attempt, per_billion, floor
+    )
 
 
 # the model's weights, 2 bytes per parameter, and headroom; or weights read on the CPU, scored
@@ -181,21 +183,21 @@ def runtime_min(per_billion, floor=10):
 model_job_mem_mb, weights_job_mem_mb = mem_mb(3000), mem_mb(4000)
 
 
-dataset_input = per("dataset", lambda d: study.spec_files(config["datasets"][d]))
-dataset_local_data = per("dataset", study.dataset_local_data)
-bpb_inputs = per("suite", study.bpb_files)
-bpb_params = per("suite", study.bpb_params)
-suite = per("suite", lambda s: canonical(study.suites[s]))
-suite_inputs = per("suite", study.suite_inputs)
-suite_lm_eval = per("suite", lambda s: study.suite_lm_eval(s, LM_EVAL_VERSION))
+dataset_input = per("dataset", study.data.files)
+dataset_local_data = per("dataset", study.data.local_data_of)
+bpb_inputs = per("suite", study.suites.bpb_files)
+bpb_params = per("suite", study.suites.bpb_params)
+suite = per("suite", study.suites.spec)
+suite_inputs = per("suite", study.suites.inputs)
+suite_lm_eval = per("suite", lambda s: study.suites.lm_eval(s, LM_EVAL_VERSION))
 
 
 def set_labels(wildcards):
-    """How a set's counts are labelled (mathneuro.study.Study.set_labels): a TopK job's by its
+    """How a set's counts are labelled (mathneuro.study.KLabels.set_labels): a TopK job's by its
     data set, a method's by method and control."""
     wc, top_k = wildcards, hasattr(wildcards, "dataset")
     method, control = (None, wc.dataset) if top_k else (wc.method, wc.control)
-    return study.set_labels(wc.model, method, control, wc.n, wc.seed, wc.k)
+    return study.k.set_labels(wc.model, method, control, wc.n, wc.seed, wc.k)
 
 
 def set_inputs(wildcards):
@@ -203,7 +205,7 @@ def set_inputs(wildcards):
     at the set's K label, a composite one where their K differs), statistics and the model, or
     the set a same-count baseline matches."""
     wc = wildcards
-    top_k_label = lambda d: study.skill_k(wc.k) if d == wc.skill else wc.k
+    top_k_label = lambda d: study.k.skill(wc.k) if d == wc.skill else wc.k
     draw = (wc.n, wc.seed)
     path_of = {
         "top_k": lambda d: topk_path(wc.model, d, *draw, top_k_label(d)),
@@ -221,11 +223,11 @@ def set_inputs(wildcards):
 def evaluation_files(model, kind="table"):
     """The unedited model's evaluations, then every edited variant's, on their suites."""
     files = [base_eval_path(model, s, kind) for s in study.suites]
-    for variant in study.evaluated_variants():
-        for s in config["evaluation"]["suites"]:
+    for variant in study.analyses.evaluated_variants():
+        for s in study.suites.evaluated:
             files.append(eval_path(model, study.skill, *variant, s, kind))
-    for variant in study.subskill_variants():
-        files += [eval_path(model, *variant, s, kind) for s in study.subskill_suites()]
+    for variant in study.subskills.variants():
+        files += [eval_path(model, *variant, s, kind) for s in study.subskills.suites()]
     return list(dict.fromkeys(files))
 
 
@@ -234,7 +236,7 @@ def counts_files(model):
     n = study.n_samples
     return [
         mask_path(model, study.skill, method, control, n, seed, k, "counts")
-        for method, control, seed, k in study.sets()
+        for method, control, seed, k in study.analyses.sets()
     ]
 
 
@@ -249,7 +251,7 @@ def consistency_files(model):
 
 
 def subskill_overlap_files(model):
-    return [subskill_overlap_path(model, *c) for c in study.subskill_overlaps()]
+    return [subskill_overlap_path(model, *c) for c in study.subskills.overlaps()]
 
 
 def final_outputs():

@@ -27,15 +27,15 @@ rule synthetic_data:
 rule mmlu_records:
     """MMLU's original release (CSV) as cais/mmlu hub records, for local_data.<id>.mmlu_release."""
     input:
-        lambda wc: study.releases[wc.hub],
+        lambda wc: study.data.releases[wc.hub],
     output:
-        directory(study.release_dir("{hub}")),
+        directory(study.data.release_dir("{hub}")),
     log:
         "logs/mmlu_records/{hub}.log",
     benchmark:
         f"{RESULTS}/benchmarks/mmlu_records/{{hub}}.tsv"
     wildcard_constraints:
-        hub="|".join(map(re.escape, study.releases)) or "(?!)",
+        hub="|".join(map(re.escape, study.data.releases)) or "(?!)",
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -66,7 +66,7 @@ rule suite_tasks:
         mem_mb=2000,
         runtime=10,
     params:
-        tasks=lambda wc: study.suite_tasks(wc.suite),
+        tasks=lambda wc: study.suites.tasks(wc.suite),
         lm_eval=suite_lm_eval,
         bpb=bpb_params,
     script:

@@ -27,7 +27,7 @@ rule evaluate_base:
     params:
         model=model_params,
         suite=suite,
-        batch_size=lambda wc: study.model(wc.model)["eval_batch_size"],
+        batch_size=lambda wc: study.models[wc.model]["eval_batch_size"],
         factor=None,
         labels=lambda wc: {"model": wc.model, "suite": wc.suite, "method": "base"},
     script:
@@ -71,7 +71,7 @@ rule evaluate:
     params:
         model=model_params,
         suite=suite,
-        batch_size=lambda wc: study.model(wc.model)["eval_batch_size"],
+        batch_size=lambda wc: study.models[wc.model]["eval_batch_size"],
         factor=lambda wc: study.edits[wc.edit],
         labels=lambda wc: {
             "model": wc.model,
@@ -80,7 +80,7 @@ rule evaluate:
             "control": wc.control,
             "n_samples": int(wc.n),
             "seed": int(wc.seed),
-            **study.k_labels(wc.k),
+            **study.k.labels(wc.k),
             **study.skill_label(wc.skill),
             "edit": wc.edit,
             "factor": study.edits[wc.edit],

@@ -7,7 +7,7 @@ rule train_toy_model:
     input:
         train=lambda wc: [
             f"{RESULTS}/data/synthetic/{t}/train.jsonl"
-            for t in study.synthetic_tasks(trained=True)
+            for t in study.data.synthetic_tasks(trained=True)
         ],
     output:
         directory(f"{RESULTS}/models/{{model}}"),
@@ -25,7 +25,7 @@ rule train_toy_model:
         mem_mb=4000,
         runtime=30,
     params:
-        tasks=study.synthetic_tasks(trained=True),
+        tasks=study.data.synthetic_tasks(trained=True),
         hyperparameters=canonical(config["toy_model"]),
     script:
         "../workflow_scripts/train_toy_model.py"
@@ -33,9 +33,7 @@ rule train_toy_model:
 
 rule random_model:
     input:
-        data=[
-            f for d in study.datasets for f in study.spec_files(config["datasets"][d])
-        ],
+        data=[f for d in study.datasets for f in study.data.files(d)],
     output:
         directory(f"{RESULTS}/models/{{model}}"),
     log:
@@ -52,9 +50,9 @@ rule random_model:
         mem_mb=weights_job_mem_mb,
         runtime=30,
     params:
-        architecture=lambda wc: canonical(study.model(wc.model)["architecture"]),
+        architecture=lambda wc: canonical(study.models[wc.model]["architecture"]),
         specs={d: canonical(config["datasets"][d]) for d in study.datasets},
-        local_data=study.local_data,
+        local_data=study.data.local_data,
     script:
         "../workflow_scripts/random_model.py"
 
@@ -80,9 +78,9 @@ rule dequantize_gguf:
         mem_mb=weights_job_mem_mb,
         runtime=runtime_min(30),
     params:
-        path=lambda wc: study.model(wc.model)["path"],
-        file=lambda wc: study.model(wc.model)["gguf"],
-        revision=lambda wc: study.model(wc.model)["revision"],
+        path=lambda wc: study.models[wc.model]["path"],
+        file=lambda wc: study.models[wc.model]["gguf"],
+        revision=lambda wc: study.models[wc.model]["revision"],
         offline=config["offline"],
     script:
         "../workflow_scripts/dequantize_gguf.py"

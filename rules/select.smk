@@ -28,7 +28,7 @@ rule top_k:
         runtime=runtime_min(5),
     params:
         model=model_params,
-        fraction=lambda wc: study.top_k_fraction(wc.k),
+        fraction=lambda wc: study.k.fraction(wc.k),
         scope=config["identification"]["scope"],
         labels=set_labels,
     script:
@@ -99,13 +99,13 @@ rule consistency:
     params:
         seeds=study.consistency["seeds"],
         k=study.consistency["k"],
-        fraction=study.k[study.consistency["k"]],
+        fraction=study.k.fractions[study.consistency["k"]],
         labels=lambda wc: {
             "model": wc.model,
             "method": SPECIFIC,
             "control": wc.control,
             "n_samples": int(wc.n),
-            **study.control_k_label(CONSISTENCY_K),
+            **study.k.control_label(CONSISTENCY_K),
         },
     script:
         "../workflow_scripts/consistency.py"
@@ -144,7 +144,7 @@ if study.subskills:
         input:
             lambda wc: [
                 mask_path(wc.model, skill, method, control, wc.n, wc.seed, wc.k)
-                for skill, (method, control) in study.subskill_sets().items()
+                for skill, (method, control) in study.subskills.sets().items()
             ],
         output:
             subskill_overlap_path("{model}", "{method}", "{n}", "{seed}", "{k}"),
@@ -159,13 +159,13 @@ if study.subskills:
             mem_mb=weights_job_mem_mb,
             runtime=runtime_min(2),
         params:
-            skills=list(study.subskill_sets()),
+            skills=list(study.subskills.sets()),
             labels=lambda wc: {
                 "model": wc.model,
                 "method": wc.method,
                 "n_samples": int(wc.n),
                 "seed": int(wc.seed),
-                **study.k_labels(wc.k),
+                **study.k.labels(wc.k),
             },
         script:
             "../workflow_scripts/subskill_overlap.py"

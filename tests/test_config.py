@@ -91,9 +91,9 @@ OTHER_MEANINGS = [
     ("mathneuro/collect.py", '"wanda"'),  # the statistic sqrt(Σ x²) (identification.statistic)
     ("rules/model.smk", 'models_built_as("random")'),  # a model of random weights (models.*.path)
     ("mathneuro/configs.py", '("toy", "random")'),
-    ("mathneuro/study.py", '["path"] == "random"'),
-    ("mathneuro/study.py", '("toy", "random")'),
-    ("mathneuro/study.py", "path 'random'"),
+    ("mathneuro/study/models.py", '["path"] == "random"'),
+    ("mathneuro/study/models.py", '("toy", "random")'),
+    ("mathneuro/study/models.py", "path 'random'"),
     ("mathneuro/provenance.py", '"mathneuro"'),  # the package's name
     ("mathneuro/logs.py", '"mathneuro"'),
     ("mathneuro/configs.py", '/ "mathneuro"'),

@@ -475,9 +475,9 @@ def test_a_separate_control_k_plans_only_its_new_sets_and_q_equal_p_plans_nothin
     assert "collect_activations" not in {j.rule for j in jobs}
     top_k = [j for j in jobs if j.rule == "top_k"]
     # the controls' TopK sets at q (the sub-skill sets' controls include the other sub-skills)
-    assert top_k and all(j.wc["dataset"] != study.skill and j.wc["k"] in study.composite_k for j in top_k)
+    assert top_k and all(j.wc["dataset"] != study.skill and j.wc["k"] in study.k.composite for j in top_k)
     made = {j.wc["method"] for j in jobs if j.rule == "select_set" and j.wc["skill"] == study.skill}
-    assert made == {m for m in config["methods"] if study.set_k(m, "5pct") != "5pct"}
+    assert made == {m for m in config["methods"] if study.k.of_set(m, "5pct") != "5pct"}
 
     same = compose([default])
     same["identification"]["control_k"] = {"ratio": 1}

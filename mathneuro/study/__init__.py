@@ -1,0 +1,119 @@
+"""A study's config and what follows from it, for the workflow's rules and for tests alike.
+
+``Study(config)`` takes a composed config that the schema has validated (and filled with its
+defaults). It is the rules' one facade, made of parts with one concern each:
+
+- ``study.k`` (:class:`KLabels`): the K labels, composite where the controls' K differs, and how
+  sets are labelled;
+- ``study.models`` (:class:`Models`): what a job loads, and the memory and time it asks for;
+- ``study.data`` (:class:`Data`): which files each data set and each local copy of a hub data set
+  reads, and the synthetic files the workflow writes;
+- ``study.suites`` (:class:`Suites`): the evaluation suites, their tasks, and what each suite's
+  task folder is made from;
+- ``study.analyses`` (:class:`Analyses`): the edit analyses' variants and the study's sets;
+- ``study.subskills`` (:class:`Subskills`): the sub-skill study, false when the config has none.
+
+:meth:`Study.problems` and :meth:`Study.input_problems` gather the parts' checks of what the
+schema cannot express, made before any job. The rules keep only wildcard constraints, paths and
+input functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mathneuro.methods import METHODS
+from mathneuro.study.analyses import EDIT_ANALYSES, Analyses
+from mathneuro.study.common import canonical
+from mathneuro.study.data import Data
+from mathneuro.study.klabels import KLabels
+from mathneuro.study.models import Models
+from mathneuro.study.subskills import Subskills
+from mathneuro.study.suites import Suites
+
+__all__ = ["EDIT_ANALYSES", "Analyses", "Data", "KLabels", "Models", "Study", "Subskills", "Suites", "canonical"]
+
+
+class Study:
+    """The config of one study, and what the workflow derives from it."""
+
+    def __init__(self, config: Mapping[str, Any], results: str = "results"):
+        self.config, self.results = config, results
+        ident = config["identification"]
+        self.name = config["study"]
+        self.skill, self.controls = ident["skill"], list(ident["controls"])
+        self.datasets = [self.skill, *self.controls]
+        self.n_samples, self.seeds = ident["n_samples"], list(ident["seeds"])
+        self.edits = config["edits"]  # label -> weight factor
+        self.consistency = config["consistency"]
+        # which matrices are scored (every job that scores, collects or masks reads the same)
+        self.targets = {key: ident[key] for key in ("include", "exclude", "untied_lm_head")}
+        self.k = KLabels(ident)
+        self.models = Models(config["models"], offline=config["offline"], results=results)
+        self.data = Data(config, results)
+        self.analyses = Analyses(config, self.k, controls=self.controls, n_samples=self.n_samples, seeds=self.seeds)
+        self.subskills = Subskills(config.get("subskills"), self.k, n_samples=self.n_samples, seeds=self.seeds,
+                                   default_k=self.consistency["k"], default_edit=config["pruning"]["edit"],
+                                   evaluation_suites=list(config["evaluation"]["suites"]))
+        self.suites = Suites(config["evaluation"], self.data, self.skill, extra=self.subskills.own_suites)
+
+    def problems(self) -> list[str]:
+        """What the schema cannot check: every label a section names is defined where it must be."""
+        datasets, problems = self.config["datasets"], []
+        for key, name in [("identification.skill", self.skill)] + [
+            ("identification.controls", c) for c in self.controls
+        ]:
+            if name not in datasets:
+                problems.append(f"{key} names data set {name!r}, not among datasets: {sorted(datasets)}")
+        if self.skill in self.controls:
+            problems.append(f"identification.controls must not contain the skill data set {self.skill!r}")
+        problems += self.analyses.problems(self.edits) + self.k.problems() + self.data.problems()
+        problems += self.models.problems(synthetic="synthetic" in self.config)
+        problems += self.subskills.problems(datasets, self.k.fractions, self.edits)
+        return problems + self.suites.problems(self.config["local_data"])
+
+    def input_problems(self, known_task=None) -> list[str]:
+        """What the config names outside itself (mathneuro.configs): the used data sets' files
+        (or those rule synthetic_data writes) and template fields, GGUF files, bits-per-byte data
+        sets and, by ``known_task`` (default: Suites.known_task), the suites' tasks."""
+        from mathneuro.configs import check_data, gguf_problems
+
+        used = {name: self.config["datasets"][name] for name in self.all_datasets()}  # unused specs read nothing
+        problems = check_data(used, self.config["local_data"], self.data.synthetic_files())
+        problems += gguf_problems(self.config["models"])
+        return problems + self.suites.input_problems(known_task)
+
+    def all_datasets(self) -> list[str]:
+        """The data sets some set is made from: the skill's and controls', and the sub-skills'."""
+        return list(dict.fromkeys([*self.datasets, *self.subskills.datasets()]))
+
+    def skill_label(self, skill: str) -> dict[str, str]:
+        """An evaluation's ``skill`` label where its set is another skill's than the study's (a
+        sub-skill's); the tables fill in the study's skill elsewhere, so finished evaluations keep
+        their labels."""
+        return {} if skill == self.skill else {"skill": skill}
+
+    def set_params(self, method: str, model: str) -> dict[str, Any]:
+        """What a method reads besides its input files: the model and targets (methods that read
+        statistics) and its own config section; plain values, nothing else."""
+        m = METHODS[method]
+        if m.reads != "statistics":
+            return {}
+        return {"model": self.models.params(model), "targets": self.targets,
+                "settings": canonical(self.config[m.settings]) if m.settings else {}}
+
+    def aggregate_params(self) -> dict[str, Any]:
+        """What aggregate needs besides its inputs: each analysis's rows, the skill's tasks, and
+        whose name the skill's TopK set takes."""
+        from mathneuro.methods import TOP_K_METHOD
+
+        selections = self.analyses.selections(self.skill) | {"subskills": self.subskills.selection()}
+        return {"selections": selections, "skill_tasks": self.suites.skill_tasks, "skill": self.skill,
+                "top_k_set": {"skill": self.skill, "method": TOP_K_METHOD}}
+
+    def prefetch(self) -> dict[str, Any]:
+        """What a login node with internet fetches for offline compute nodes: the hub models,
+        data sets and lm-eval tasks the study reads (none the workflow builds or reads locally)."""
+        return {"models": self.models.hub(), "datasets": self.data.hub(self.all_datasets()),
+                "tasks": self.suites.hub_tasks(), "include_path": self.config["evaluation"]["include_path"]}

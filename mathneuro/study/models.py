@@ -1,0 +1,77 @@
+"""The models of a study: where each is loaded from, what a job passes to load it, and the
+memory and time its jobs ask a cluster for."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+BUILT = ("toy", "random")  # `path` values of models the workflow builds itself
+
+
+class Models:
+    """``config["models"]`` (label -> spec), read ``offline`` or not; models the workflow builds
+    (toy, random, a dequantized GGUF file) live under ``results/models/<label>``."""
+
+    def __init__(self, models: Mapping[str, Mapping[str, Any]], *, offline: bool, results: str = "results"):
+        self.specs, self.offline, self.results = models, offline, results
+
+    def __getitem__(self, label: str) -> Mapping[str, Any]:
+        if label not in self.specs:
+            raise ValueError(f"no model {label!r} in config.models")
+        return self.specs[label]
+
+    def __iter__(self):
+        return iter(self.specs)
+
+    def folder(self, label: str) -> str | None:
+        """Local folder of a model the workflow builds (toy, random, dequantized GGUF), else None."""
+        spec = self[label]
+        built = spec["path"] in BUILT or spec.get("gguf")
+        return f"{self.results}/models/{label}" if built else None
+
+    def built_as(self, kind: str) -> list[str]:
+        """The models whose path is ``kind`` (toy, random), or that name a GGUF file ("gguf")."""
+        return [label for label, spec in self.specs.items()
+                if (bool(spec.get("gguf")) if kind == "gguf" else spec["path"] == kind)]
+
+    def params(self, label: str) -> dict[str, Any]:
+        """Everything a job needs to load the model (mathneuro.models.load_model): plain values."""
+        spec = self[label]
+        return {"path": self.folder(label) or spec["path"], "revision": spec["revision"], "dtype": spec["dtype"],
+                "device": spec["device"], "device_map": "auto" if spec["gpus"] > 1 else None, "gpus": spec["gpus"],
+                "offline": self.offline}
+
+    def gguf_files(self, label: str) -> list[str]:
+        """A GGUF model's file when its path is a local folder (a hub file is fetched by its job)."""
+        from mathneuro.gguf import local_file
+
+        spec = self[label]
+        file = local_file(spec["path"], spec["gguf"])
+        return [str(file)] if file else []
+
+    def hub(self) -> list[dict[str, Any]]:
+        """The models read from the hub (path and revision): what prefetch fetches."""
+        return [{"path": spec["path"], "revision": spec["revision"]} for label, spec in self.specs.items()
+                if not self.folder(label)]
+
+    def memory_mb(self, label: str, attempt: int, per_billion: int) -> int:
+        """Host memory of a job on model ``label``: 4 GB plus ``per_billion`` MB per billion
+        parameters, times the attempt (a job killed for memory is retried with more)."""
+        return int((4000 + per_billion * float(self[label]["size_b"])) * attempt)
+
+    def runtime_min(self, label: str, attempt: int, per_billion: float, floor: int = 10) -> int:
+        """Minutes: ``per_billion`` per billion parameters, at least ``floor``, times the attempt."""
+        return int(max(floor, math.ceil(per_billion * float(self[label]["size_b"]))) * attempt)
+
+    def problems(self, synthetic: bool) -> list[str]:
+        """A toy model without the synthetic tasks it is trained on (``synthetic``: the config has
+        them), and an architecture given to any model but a random one."""
+        problems = []
+        for label, spec in self.specs.items():
+            if spec["path"] == "toy" and not synthetic:
+                problems.append(f"models.{label}.path is 'toy' but the config has no synthetic section")
+            if (spec["path"] == "random") != ("architecture" in spec):
+                problems.append(f"models.{label}: `architecture` goes with path 'random', and only with it")
+        return problems
