@@ -250,11 +250,42 @@ def test_a_block_matrix_nothing_can_read_fails_naming_it_unless_excluded(tokeniz
     assert "model.layers.1.mlp.memory" in stats.metadata["unscored"]
 
 
-def test_a_fused_expert_mask_survives_disk_and_selection_from_the_checkpoint(tokenizer, tmp_path):
-    from mathneuro.models import stored_weights
+# How transformers' save_pretrained stores each MoE model's experts, against the parameters the
+# model holds (fused: one 3-D weight per expert kind): "as the model" (the same names and shapes),
+# "per expert" (one 2-D matrix per expert, as transformers 4 held them) or "renamed" (fused under
+# other names). Only "as the model" can be read by name (mathneuro.models.stored_weights); for the
+# others stored_weights raises LookupError and the top_k job loads the model instead.
+CHECKPOINT_EXPERTS = {
+    "dbrx": "as the model", "gpt_oss": "as the model", "jetmoe": "as the model", "granitemoe": "renamed",
+    **{t: "per expert" for t in ("deepseek_v2", "deepseek_v3", "ernie4_5_moe", "flex_olmo", "glm4_moe",
+                                 "hunyuan_v1_moe", "minimax", "mixtral", "olmoe", "phimoe", "qwen2_moe", "qwen3_moe")},
+}
+
+
+def checkpoint_experts(keys: set[str], names: set[str]) -> str:
+    """How a checkpoint holding tensors ``keys`` stores a model with parameters ``names``."""
+    if names <= keys:
+        return "as the model"
+    return "per expert" if any(re.search(r"\.experts\.\d+\.", k) for k in keys) else "renamed"
+
+
+def test_the_checkpoint_table_covers_every_moe_model():
+    assert set(CHECKPOINT_EXPERTS) == MOE
+    assert set(CHECKPOINT_EXPERTS.values()) == {"as the model", "per expert", "renamed"}
+
+
+@pytest.mark.parametrize("model_type", sorted(MOE))
+def test_a_fused_expert_mask_survives_disk_and_selection_from_the_checkpoint(model_type, tokenizer, tmp_path,
+                                                                             one_thread):
+    """The mask selected from the weights as the top_k job reads them (workflow_scripts/top_k.py:
+    from the checkpoint by name, or from the loaded model where stored_weights raises LookupError)
+    equals the mask selected on the model."""
+    from safetensors import safe_open
+
+    from mathneuro.models import load_weights, stored_weights
     from mathneuro.targets import stored_targets
 
-    model = build("qwen3_moe")
+    model = build(model_type)
     stats = mathneuro.collect_statistics(model, tokenizer, TEXTS[:6])
     mask = mathneuro.top_k(model, stats, 0.05)
     mask.save(tmp_path / "mask.safetensors")
@@ -263,12 +294,26 @@ def test_a_fused_expert_mask_survives_disk_and_selection_from_the_checkpoint(tok
     names = {n: p.detach() for n, p in model.named_parameters()}
     from_layout = mathneuro.top_k(None, stats, 0.05, targets=stored_targets(stats.layout, names.__getitem__))
     assert from_layout == mask
+
     model.save_pretrained(tmp_path / "model")
-    try:
-        with stored_weights(str(tmp_path / "model"), [i["param"] for i in stats.layout.values()]) as read:
+    tokenizer.save_pretrained(tmp_path / "model")
+    keys = set()
+    for file in (tmp_path / "model").glob("*.safetensors"):
+        with safe_open(str(file), framework="pt") as handle:
+            keys |= set(handle.keys())
+    params = [i["param"] for i in stats.layout.values()]
+    stored = checkpoint_experts(keys, set(params))
+    assert stored == CHECKPOINT_EXPERTS[model_type]
+    if stored == "as the model":
+        with stored_weights(str(tmp_path / "model"), params) as read:
             assert mathneuro.top_k(None, stats, 0.05, targets=stored_targets(stats.layout, read)) == mask
-    except LookupError:  # the checkpoint names experts otherwise: the top_k job loads the model then
-        pass
+    else:
+        with pytest.raises(LookupError, match="the checkpoint has no tensor"):
+            with stored_weights(str(tmp_path / "model"), params):
+                pass
+        weights = dict(load_weights(str(tmp_path / "model"))[0].named_parameters())
+        read = lambda name: weights[name].detach()  # noqa: E731  the top_k job's fallback
+        assert mathneuro.top_k(None, stats, 0.05, targets=stored_targets(stats.layout, read)) == mask
 
 
 def test_lape_on_experts_is_a_clear_error(tokenizer):

@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -35,44 +34,77 @@ def test_running_on_the_cpu_on_purpose_is_allowed():
     require_gpus(0, "auto", "toy")  # no GPU asked for
 
 
+# A job claiming GPUs: it reports each event as a JSON line ({"waiting": ...} the first time it
+# finds too few free GPUs and sleeps to poll again; {"ids": ...} once it holds them; {"timeout": ...}),
+# then holds its GPUs until its stdin closes, as a job holds them until it ends.
 CLAIM = """
 import json, sys, time
 from pathlib import Path
 from mathneuro.devices import claim_gpus
+sleep = time.sleep
+def waiting(seconds, told=[]):
+    if not told:
+        told.append(True)
+        print(json.dumps({"waiting": True}), flush=True)
+    sleep(seconds)
+time.sleep = waiting  # claim_gpus sleeps only when it found too few free GPUs
 try:
     ids = claim_gpus(int(sys.argv[1]), count=int(sys.argv[2]), lock_dir=Path(sys.argv[3]), wait_s=float(sys.argv[4]), poll_s=0.05)
     print(json.dumps({"ids": ids, "visible": __import__("os").environ.get("CUDA_VISIBLE_DEVICES")}), flush=True)
-    time.sleep(float(sys.argv[5]))
+    sys.stdin.read()
 except TimeoutError as err:
     print(json.dumps({"timeout": str(err)}), flush=True)
 """
 
 
-def claim(n: int, count: int, lock_dir: Path, wait_s: float, hold_s: float) -> subprocess.Popen:
+def claim(n: int, count: int, lock_dir: Path, wait_s: float) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    return subprocess.Popen([sys.executable, "-c", CLAIM, str(n), str(count), str(lock_dir), str(wait_s), str(hold_s)],
-                            stdout=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen([sys.executable, "-c", CLAIM, str(n), str(count), str(lock_dir), str(wait_s)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
 
 def answer(process: subprocess.Popen) -> dict:
     return json.loads(process.stdout.readline())
 
 
+def outcome(process: subprocess.Popen) -> dict:
+    """The claim's result (its GPUs or its timeout), past any report of waiting."""
+    while "waiting" in (reply := answer(process)):
+        pass
+    return reply
+
+
+def release(process: subprocess.Popen) -> None:
+    """End a claiming job: its locks go with it."""
+    process.stdin.close()
+    assert process.wait(timeout=30) == 0
+
+
 def test_concurrent_jobs_on_a_workstation_each_get_their_own_gpus(tmp_path):
     """Four GPUs (a fake count): two 1-GPU jobs and a 2-GPU job share them out; a fourth job
     waits until one finishes, then gets the GPU it freed."""
-    first, second, pair = claim(1, 4, tmp_path, 5, 4), claim(1, 4, tmp_path, 5, 4), claim(2, 4, tmp_path, 5, 4)
-    got = [answer(p) for p in (first, second, pair)]
-    ids = [g["ids"] for g in got]
-    assert sorted(i for group in ids for i in group) == [0, 1, 2, 3]
-    assert all(g["visible"] == ",".join(map(str, g["ids"])) for g in got)
-    impatient = claim(1, 4, tmp_path, 0, 0)
-    assert "no 1 free GPU" in answer(impatient).get("timeout", "")
-    start = time.monotonic()
-    late = claim(1, 4, tmp_path, 30, 0)
-    assert len(answer(late)["ids"]) == 1 and time.monotonic() - start > 1  # waited for a free one
-    for process in (first, second, pair, late, impatient):
-        process.wait(timeout=30)
+    first, second, pair = claim(1, 4, tmp_path, 5), claim(1, 4, tmp_path, 5), claim(2, 4, tmp_path, 5)
+    late = impatient = None
+    try:
+        got = [outcome(p) for p in (first, second, pair)]
+        ids = [g["ids"] for g in got]
+        assert sorted(i for group in ids for i in group) == [0, 1, 2, 3]
+        assert all(g["visible"] == ",".join(map(str, g["ids"])) for g in got)
+        impatient = claim(1, 4, tmp_path, 0)
+        assert "no 1 free GPU" in outcome(impatient).get("timeout", "")
+        late = claim(1, 4, tmp_path, 60)
+        assert answer(late) == {"waiting": True}  # every GPU held: it found none free and waits
+        release(first)
+        freed = answer(late)  # answered only now: the GPU the first job held is free
+        assert freed["ids"] == ids[0] and freed["visible"] == str(ids[0][0])
+        assert impatient.wait(timeout=30) == 0
+        for process in (second, pair, late):
+            release(process)
+    finally:
+        for process in (first, second, pair, late, impatient):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 def test_nothing_is_claimed_under_a_scheduler_or_without_gpus(monkeypatch, tmp_path):
