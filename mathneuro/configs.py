@@ -206,13 +206,20 @@ def check_data(datasets: Mapping[str, Mapping[str, Any]], local_data: Mapping[st
         key = f"datasets.{name}"
         source = spec.get("source")
         if source in FILE_SOURCES:
-            files = files_of(f"{key}.path", str(spec["path"]))
-            if files:
-                record = _read_first(source, files[0], made, spec.get("columns"))
-                if record is None:
-                    problems.append(f"{key}.path: {files[0]} has no records")
-                else:
-                    problems += _template_problems(key, spec, files[0], record, file_source=True)
+            held = (spec.get("heldout") or {}).get("path")
+            read = {}
+            for where, pattern in [(f"{key}.path", spec["path"])] + ([(f"{key}.heldout.path", held)] if held else []):
+                files = read[where] = files_of(where, str(pattern))
+                if files:
+                    record = _read_first(source, files[0], made, spec.get("columns"))
+                    if record is None:
+                        problems.append(f"{where}: {files[0]} has no records")
+                    else:
+                        problems += _template_problems(key, spec, files[0], record, file_source=True)
+            shared = sorted(set(read.get(f"{key}.path", [])) & set(read.get(f"{key}.heldout.path", [])))
+            if shared:
+                problems.append(f"{key}.heldout.path matches {shared[0]}, a file its path reads too: the held-out "
+                                "texts would be among those the sets are found on")
         elif source == "hf":
             entry = local_entry(local_data, str(spec["path"]))
             if entry is None or "mmlu_release" in entry:
@@ -328,7 +335,7 @@ def bpb_problems(suites: Mapping[str, Mapping[str, Any]], datasets: Mapping[str,
             try:
                 heldout_spec(datasets[dataset], split)
             except ValueError as err:
-                problems.append(f"{key}: {err}")
+                problems.append(f"{key}: datasets.{dataset}: {err}")
     return problems
 
 

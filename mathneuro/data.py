@@ -36,6 +36,10 @@ What is this module's own:
 - the draw: every record in order, or ``n`` of them under ``random.Random(seed)``: with replacement
   ``rng.choices(range(size), k=n)``, without ``rng.sample(range(size), n)``. Same spec and same
   data, same texts.
+- held-out texts of a file spec (``heldout``): another file, or a share of the file's records
+  (:func:`heldout_rows`); the identification (``part: identification``, the default) draws from
+  the other records only, ``part: heldout`` reads the held-out texts (the bits-per-byte tasks,
+  ``mathneuro.evaluate.heldout_spec``).
 - the ids: ``id_field``'s value, else ``"<split>:<row>"`` (``"<config>/<split>:<row>"`` when
   ``name`` lists configs) and ``"<file name>:<row>"`` (the whole path where two files share a
   name), rows counted from 0 within the split or file; a record drawn twice has one id.
@@ -68,7 +72,7 @@ import yaml
 from mathneuro.records import config_names, local_entry, local_files, open_table, split_names
 
 __all__ = ["Texts", "load_texts", "validate_spec", "config_names", "local_entry", "local_files", "split_names",
-           "SCHEMA", "SOURCES"]
+           "heldout_rows", "file_pattern", "SCHEMA", "SOURCES"]
 
 SCHEMA = Path(__file__).with_name("dataset.schema.yaml")
 _DEFAULT_TEMPLATE = "{text}"
@@ -156,9 +160,14 @@ def _validator() -> Any:
 
 
 def _properties(source: Any) -> dict[str, Any]:
-    """The keys a spec of ``source`` may set, with their schemas."""
-    branch = _schema()["$defs"][source]["properties"] if source in SOURCES else {}
-    return {**_schema()["properties"], **branch}
+    """The keys a spec of ``source`` may set, with their schemas (a branch's own, and those of the
+    definition it refers to: every file source's)."""
+    if source not in SOURCES:
+        return dict(_schema()["properties"])
+    branch = _schema()["$defs"][source]
+    ref = branch.get("$ref")
+    shared = _schema()["$defs"][ref.removeprefix("#/$defs/")]["properties"] if ref else {}
+    return {**_schema()["properties"], **shared, **branch.get("properties", {})}
 
 
 def _problem(error: Any, spec: Mapping[str, Any]) -> tuple[int, int, str] | None:
@@ -217,10 +226,11 @@ def load_texts(
     to local files (:func:`local_files`). See the module docstring for the spec keys.
     """
     validate_spec(spec)
-    table = open_table(spec, base_dir, local_data)
-    if table.size == 0:
+    table, pool = _part(spec, base_dir, local_data)
+    if table.size == 0 or not pool:
         raise ValueError(f"dataset spec {dict(spec)!r}: the source has no records")
-    indices = _sample_indices(table.size, spec.get("n"), _get(spec, "seed", 0), _get(spec, "replace", True))
+    indices = [pool[i] for i in _sample_indices(len(pool), spec.get("n"), _get(spec, "seed", 0),
+                                                _get(spec, "replace", True))]
     records = [_with_letter(record) for record in table.rows(indices)]
     render = _renderer(spec)
     texts = tuple(render(record) for record in records)
@@ -230,6 +240,36 @@ def load_texts(
     else:
         ids = [str(_field(record, id_field, "id_field")) for record in records]
     return Texts(texts=texts, ids=ids, spec=types.MappingProxyType(copy.deepcopy(dict(spec))))
+
+
+def heldout_rows(size: int, fraction: float, seed: int | None = 0) -> list[int]:
+    """The rows of ``size`` records that a ``heldout: {fraction, seed}`` holds out, sorted."""
+    return sorted(random.Random(0 if seed is None else seed).sample(range(size), round(fraction * size)))
+
+
+def _part(spec: Mapping[str, Any], base_dir, local_data) -> tuple[Any, list[int]]:
+    """The records a spec reads and the rows it may draw from: with ``heldout``, the held-out
+    texts (``part: heldout``) or every other record (the identification's); else every record."""
+    held, part = spec.get("heldout") or {}, _get(spec, "part", "identification")
+    if part == "heldout" and not held:
+        raise ValueError(f"dataset spec {dict(spec)!r}: part 'heldout' needs `heldout` (the held-out texts)")
+    if part == "heldout" and "path" in held:
+        table = open_table({**spec, "path": held["path"]}, base_dir, local_data)
+        return table, list(range(table.size))
+    table = open_table(spec, base_dir, local_data)
+    if "fraction" not in held:
+        return table, list(range(table.size))
+    rows = heldout_rows(table.size, held["fraction"], held.get("seed"))
+    if part == "heldout":
+        return table, rows
+    kept = set(rows)
+    return table, [i for i in range(table.size) if i not in kept]
+
+
+def file_pattern(spec: Mapping[str, Any]) -> str:
+    """The file or glob a file spec reads: its held-out texts' own file for ``part: heldout``."""
+    held = spec.get("heldout") or {}
+    return str(held["path"] if spec.get("part") == "heldout" and "path" in held else spec["path"])
 
 
 def _get(spec: Mapping[str, Any], key: str, default: Any) -> Any:

@@ -21,7 +21,7 @@ import yaml
 
 from mathneuro.data import split_names
 
-COLUMNS = ["task", "metric", "value", "stderr", "n"]
+COLUMNS = ["task", "metric", "value", "stderr", "n", "batch_size"]
 
 
 def _dataset_fields(name: str, data_path: str | Path) -> dict[str, Any]:
@@ -48,9 +48,13 @@ def is_generated_task(task: str) -> bool:
 
 
 def heldout_spec(spec: Mapping[str, Any], split: str) -> dict:
-    """The data set spec of ``spec``'s held-out texts, every record in order: hub and synthetic
+    """The data set spec of ``spec``'s held-out texts, every record in order. Hub and synthetic
     specs read ``split`` instead of their identification split (ValueError if the two share a
-    split: ``"train+test"`` against ``"train"`` too); file specs are read as they are."""
+    split: ``"train+test"`` against ``"train"`` too); file specs read the texts their ``heldout``
+    names (``part: heldout``: another file, or the records their identification never draws from),
+    and ValueError without it."""
+    import os
+
     held = {key: value for key, value in spec.items() if key not in ("n", "seed", "replace")}
     if spec["source"] in ("hf", "synthetic"):
         identification = str(spec.get("split") or "train")
@@ -60,7 +64,16 @@ def heldout_spec(spec: Mapping[str, Any], split: str) -> dict:
                              f"identification split ({spec.get('split')!r}) does: its bits per byte "
                              "would be measured on the texts the sets were found on")
         held["split"] = split
-    return held
+        return held
+    other = spec.get("heldout") or {}
+    if not other:
+        raise ValueError("it reads a file and names no held-out texts: its bits per byte would be measured on "
+                         "the texts its sets are found on; give its `heldout` ({path: <file>} or "
+                         "{fraction: <share of the records>})")
+    if "path" in other and os.path.normpath(str(other["path"])) == os.path.normpath(str(spec["path"])):
+        raise ValueError(f"its heldout.path is its own path {spec['path']!r}: the held-out texts would be "
+                         "those the sets are found on")
+    return held | {"part": "heldout"}
 
 
 def bpb_task_config(name: str, data_path: str | Path) -> dict:
@@ -111,25 +124,29 @@ def _finite(value: Any) -> float:
 
 
 def results_frame(results: Mapping[str, Any]):
-    """Tidy ``task, metric, value, stderr, n`` rows from a ``simple_evaluate`` result.
+    """Tidy ``task, metric, value, stderr, n, batch_size`` rows from a ``run_lm_eval`` result.
 
     ``metric`` is lm-eval's ``name,filter`` key (e.g. ``acc,none``,
-    ``exact_match,strict-match``); ``n`` is the number of documents evaluated.
+    ``exact_match,strict-match``); ``n`` is the number of documents evaluated; ``batch_size``
+    the batch size the task's requests ran with (None for a group, or a result without it).
     """
     import pandas as pd
 
     rows = []
     n_samples = results.get("n-samples", {})
+    used = (results.get("mathneuro_run") or {}).get("batch_sizes") or {}
     for task, metrics in results["results"].items():
         n = n_samples.get(task, {}).get("effective")
+        output_type = (results.get("configs") or {}).get(task, {}).get("output_type")
+        batch_size = used.get(REQUEST_TYPES.get(output_type))
         for key, value in metrics.items():
             name, _, filt = key.partition(",")
             if key == "alias" or name.endswith("_stderr") or not filt:
                 continue
             stderr = metrics.get(f"{name}_stderr,{filt}")
             rows.append({"task": task, "metric": key, "value": _finite(value),
-                         "stderr": _finite(stderr), "n": n})
-    return pd.DataFrame(rows, columns=COLUMNS)
+                         "stderr": _finite(stderr), "n": n, "batch_size": batch_size})
+    return pd.DataFrame(rows, columns=COLUMNS).astype({"batch_size": "Int64"})
 
 
 def _include(include_path) -> str | list[str] | None:
@@ -175,38 +192,131 @@ def resolve_batch_size(batch_size: int | str, model) -> int | str:
     return batch_size
 
 
+REQUEST_TYPES = {"generate_until": "generate_until", "multiple_choice": "loglikelihood",
+                 "loglikelihood": "loglikelihood", "loglikelihood_rolling": "loglikelihood_rolling"}  # output type ->
+
+
+def fitted_lm(model, tokenizer, batch_size: int | str):
+    """lm-eval's ``HFLM`` on an in-memory model, whose batch-size search (``"auto"``) runs at the
+    longest input the model is given, and which records the batch size each kind of request ran
+    with (``batch_sizes_used``: request type -> size).
+
+    lm-eval searches for ``generate_until`` and ``loglikelihood_rolling`` requests with inputs of
+    ``max_length`` tokens, the model's whole context (131,072 positions for Llama 3.x), where the
+    search ends at batch 1 or fails (lm-eval issues #3252, #2758). Here it searches at the longest
+    input of the requests at hand: a generation's prompt plus its generation budget
+    (``max_gen_toks``), a rolling text's tokens, each at most ``max_length``. ``max_length`` itself
+    (truncation, rolling windows) and so the results are lm-eval's. ``loglikelihood`` requests are
+    searched by lm-eval at their longest already."""
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.models.utils import normalize_gen_kwargs
+
+    class FittedHFLM(HFLM):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.batch_sizes_used: dict[str, int] = {}
+            self._running: str | None = None  # the request type being run
+            self._longest: int | None = None  # its longest input, in tokens
+
+        def longest_input(self, request_type: str, requests) -> int:
+            """The longest input, in tokens, the model runs on for ``requests``."""
+            if request_type == "generate_until":
+                lengths = [len(self.tok_encode(context)) + normalize_gen_kwargs(dict(kwargs), self.max_gen_toks)[
+                    "max_gen_toks"] for context, kwargs in (r.args for r in requests)]
+            else:
+                lengths = [len(self.tok_encode(r.args[0])) for r in requests]
+            return min(self.max_length, max(lengths, default=1))
+
+        def _run(self, request_type: str, run, requests, disable_tqdm: bool):
+            self._running = request_type
+            self._longest = self.longest_input(request_type, requests) if request_type != "loglikelihood" else None
+            try:
+                return run(requests, disable_tqdm=disable_tqdm)
+            finally:
+                if self.batch_size != "auto":
+                    self.batch_sizes_used[request_type] = int(self.batch_size)
+                self._running = self._longest = None
+
+        def generate_until(self, requests, disable_tqdm: bool = False):
+            return self._run("generate_until", super().generate_until, requests, disable_tqdm)
+
+        def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
+            return self._run("loglikelihood_rolling", super().loglikelihood_rolling, requests, disable_tqdm)
+
+        def loglikelihood(self, requests, disable_tqdm: bool = False):
+            return self._run("loglikelihood", super().loglikelihood, requests, disable_tqdm)
+
+        def _detect_batch_size(self, requests=None, pos: int = 0):
+            if not requests and self._longest is not None:  # lm-eval would search at max_length
+                requests, pos = [(None, [self.prefix_token_id] * self._longest, [self.prefix_token_id])], 0
+            size = super()._detect_batch_size(requests, pos)
+            kind = self._running or "loglikelihood"
+            self.batch_sizes_used[kind] = min(size, self.batch_sizes_used.get(kind, size))
+            return size
+
+    return FittedHFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size)
+
+
+def subset_indices(sizes: Mapping[str, int], n: int, seed: int) -> dict[str, list[int]]:
+    """``n`` items of each task drawn without replacement under ``seed`` (all of a task with ``n``
+    or fewer), sorted: task -> document indices. A task's draw depends on its name, size, ``n`` and
+    ``seed`` only, so every variant and repeat evaluates the same items."""
+    import hashlib
+
+    import numpy as np
+
+    drawn = {}
+    for task, size in sizes.items():
+        key = int.from_bytes(hashlib.sha256(task.encode()).digest()[:8], "little")
+        rng = np.random.default_rng([int(seed), key])
+        drawn[task] = sorted(int(i) for i in rng.choice(size, size=min(n, size), replace=False))
+    return drawn
+
+
 def run_lm_eval(model, tokenizer, tasks: list[str], *, include_path=None,
-                limit: int | float | None = None, batch_size: int | str = 16,
-                max_gen_toks: int | None = None, num_fewshot: int | None = None,
+                limit: int | float | None = None, subset: Mapping[str, int] | None = None,
+                batch_size: int | str = 16, max_gen_toks: int | None = None, num_fewshot: int | None = None,
                 gen_kwargs: Mapping[str, Any] | None = None, apply_chat_template: bool = False,
                 fewshot_as_multiturn: bool = True, system_instruction: str | None = None,
-                log_samples: bool = False) -> dict:
+                log_samples: bool = True) -> dict:
     """lm-eval's ``simple_evaluate`` on an in-memory ``model``: its whole result (``results``,
-    ``configs``, ``versions``, ``n-shot``, ``samples`` when ``log_samples``...).
+    ``configs``, ``versions``, ``n-shot``, ``samples`` when ``log_samples``...), and what this
+    project adds under ``"mathneuro_run"``: the batch size each request type ran with and the items
+    of a ``subset``.
 
     ``tasks`` are lm-eval task names (``toy_math``... with ``include_path`` pointing at a suite
     folder from ``mathneuro.tasks.write_suite``, or lm-eval's own tasks such as ``gsm8k_cot``).
-    The model is used on the device it is already on. ``gen_kwargs``,
-    ``apply_chat_template``, ``fewshot_as_multiturn`` and ``system_instruction`` go to
-    lm-eval as given (its defaults); ``max_gen_toks`` (optional) caps the generation
+    ``limit`` is lm-eval's (the first ``limit`` items of each task); ``subset`` (``{"n", "seed"}``)
+    evaluates ``n`` items of each leaf task drawn under ``seed`` (:func:`subset_indices`), passed
+    to lm-eval by index. The model is used on the device it is already on (:func:`fitted_lm`).
+    ``gen_kwargs``, ``apply_chat_template``, ``fewshot_as_multiturn`` and ``system_instruction``
+    go to lm-eval as given (its defaults); ``max_gen_toks`` (optional) caps the generation
     length of every generative task.
     """
     from mathneuro.models import lean_transformers
 
     lean_transformers()
     import lm_eval
-    from lm_eval.models.huggingface import HFLM
 
     if not tasks:
         raise ValueError("evaluate() needs at least one task name")
+    if limit is not None and subset is not None:
+        raise ValueError("give limit (lm-eval's first items) or subset (seeded items), not both")
     manager = task_manager(list(tasks), include_path)
-    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=resolve_batch_size(batch_size, model))
+    lm = fitted_lm(model, tokenizer, resolve_batch_size(batch_size, model))
+    samples = None
+    if subset is not None:  # the leaf tasks' sizes: their documents are loaded once more by lm-eval
+        leaves = manager.load(list(tasks))["tasks"]
+        samples = subset_indices({name: len(task.eval_docs) for name, task in leaves.items()},
+                                 subset["n"], subset["seed"])
     generation = {**(gen_kwargs or {}), **({} if max_gen_toks is None else {"max_gen_toks": int(max_gen_toks)})}
-    return lm_eval.simple_evaluate(model=lm, tasks=list(tasks), task_manager=manager, limit=limit,
-                                   gen_kwargs=generation or None, num_fewshot=num_fewshot,
-                                   apply_chat_template=apply_chat_template,
-                                   fewshot_as_multiturn=fewshot_as_multiturn,
-                                   system_instruction=system_instruction, log_samples=log_samples)
+    results = lm_eval.simple_evaluate(model=lm, tasks=list(tasks), task_manager=manager, limit=limit,
+                                      samples=samples, gen_kwargs=generation or None, num_fewshot=num_fewshot,
+                                      apply_chat_template=apply_chat_template,
+                                      fewshot_as_multiturn=fewshot_as_multiturn,
+                                      system_instruction=system_instruction, log_samples=log_samples)
+    results["mathneuro_run"] = {"batch_sizes": dict(lm.batch_sizes_used), "subset": samples}
+    return results
 
 
 def evaluate(model, tokenizer, tasks: list[str], **options):
@@ -214,31 +324,64 @@ def evaluate(model, tokenizer, tasks: list[str], **options):
     return results_frame(run_lm_eval(model, tokenizer, tasks, **options))
 
 
-SAMPLE_COLUMNS = ["task", "doc_id", "prompt", "target", "response", "extracted", "metric", "correct"]
+SAMPLE_COLUMNS = ["task", "doc_id", "metric", "score", "loglikelihood", "weight", "chosen", "response", "extracted",
+                  "prompt", "target"]
 
 
-def samples_frame(results: Mapping[str, Any]):
-    """One row per evaluated document (and lm-eval filter) from ``run_lm_eval(..., log_samples=True)``:
-    the prompt the model saw, the gold target, what the model answered (its generation, or the
-    choice it found most likely), what lm-eval's filter extracted from that, and the first
-    metric's value (``correct``)."""
+def _chosen(sample: Mapping[str, Any], metric: str) -> tuple[int, str] | None:
+    """A multiple-choice record's chosen answer (index, text) as ``metric`` scores it: the most
+    likely choice, for ``acc_norm`` per character of the choice (lm-eval's normalisation); None
+    for records of other requests."""
+    arguments = [tuple(a) if isinstance(a, (list, tuple)) else (a,) for a in sample["arguments"]]
+    if not (arguments and len(arguments[0]) == 2 and isinstance(arguments[0][1], str)):
+        return None
+    scores = [r[0] if isinstance(r, (list, tuple)) else r for r in sample["filtered_resps"]]
+    if not scores:
+        return None
+    if metric == "acc_norm":
+        scores = [score / max(1, len(choice)) for score, (_, choice) in zip(scores, arguments)]
+    best = max(range(len(scores)), key=scores.__getitem__)
+    return best, arguments[best][1]
+
+
+def samples_frame(results: Mapping[str, Any], *, text: bool = True):
+    """The per-item records of ``run_lm_eval(..., log_samples=True)``: one row per task, document
+    (``doc_id``, its index in the task's evaluated split: the item's id across variants) and
+    metric (lm-eval's ``name,filter``), with
+
+    * ``score``: the item's value of a metric lm-eval averages over items (1.0/0.0 for accuracy
+      and exact match); NaN for a corpus metric;
+    * ``loglikelihood`` and ``weight``: a corpus metric's pair (``bits_per_byte``: the text's
+      log-likelihood and its bytes; ``word_perplexity``: and its words);
+    * ``chosen`` and ``response``: the answer, the index and text of the choice the metric found
+      most likely (multiple choice) or the generation; ``extracted``: what lm-eval's filter took
+      from a generation;
+    * ``prompt`` and ``target``, the item itself, only with ``text`` (the same for every variant:
+      the workflow keeps them with the unedited model's records alone).
+    """
     import pandas as pd
 
     rows = []
     for task, samples in (results.get("samples") or {}).items():
         for sample in samples:
             arguments = [tuple(a) if isinstance(a, (list, tuple)) else (a,) for a in sample["arguments"]]
-            if arguments and len(arguments[0]) == 2 and isinstance(arguments[0][1], str):  # choices
-                scores = [r[0] if isinstance(r, (list, tuple)) else r for r in sample["filtered_resps"]]
-                response = extracted = arguments[max(range(len(scores)), key=scores.__getitem__)][1] if scores else ""
-            else:  # a generation
-                response, extracted = _first(sample["resps"]), _first(sample["filtered_resps"])
-            metric = (sample.get("metrics") or [None])[0]
-            rows.append({"task": task, "doc_id": int(sample["doc_id"]), "prompt": str(arguments[0][0]) if arguments else "",
-                         "target": str(sample["target"]), "response": str(response), "extracted": str(extracted),
-                         "metric": f"{metric},{sample.get('filter', 'none')}" if metric else None,
-                         "correct": _finite(sample.get(metric)) if metric else math.nan})
-    return pd.DataFrame(rows, columns=SAMPLE_COLUMNS)
+            choice = _chosen(sample, "acc") is not None
+            item = {"task": task, "doc_id": int(sample["doc_id"]),
+                    "prompt": (str(arguments[0][0]) if arguments else "") if text else None,
+                    "target": str(sample["target"]) if text else None}
+            for metric in sample.get("metrics") or []:
+                value = sample.get(metric)
+                pair = isinstance(value, (list, tuple)) and len(value) == 2  # a corpus metric's
+                chosen = _chosen(sample, metric) if choice else None
+                generated = not choice and not pair
+                rows.append({**item, "metric": f"{metric},{sample.get('filter', 'none')}",
+                             "score": math.nan if pair else _finite(value),
+                             "loglikelihood": _finite(value[0]) if pair else math.nan,
+                             "weight": _finite(value[1]) if pair else math.nan,
+                             "chosen": chosen[0] if chosen else None,
+                             "response": chosen[1] if chosen else str(_first(sample["resps"])) if generated else None,
+                             "extracted": str(_first(sample["filtered_resps"])) if generated else None})
+    return pd.DataFrame(rows, columns=SAMPLE_COLUMNS).astype({"chosen": "Int64"})
 
 
 def _first(value: Any) -> Any:

@@ -1,9 +1,13 @@
 """The figures, each drawn from one of the tidy per-repeat tables (``FIGURES``).
 
 Conventions shared by every figure: a method has one colour everywhere (``METHODS`` order), a
-control set one line style; curves show the mean over repeats with the repeats' range as a band
-or error bar; the unedited model is a dashed black line; K is on a log axis (the paper's grid
-spans 0.01% to 15%); legends sit below the panels, never over data; one row of panels per model.
+control set one line style; curves show the mean over repeats with the repeats' range as a band;
+the edit figures (pruning, data efficiency, factor sweep, scaling) add the 95 % interval of the
+paired change from the unedited model (the summary's ``change_low``/``change_high``,
+mathneuro.evidence) as error bars, and mark what differs from the unedited model by Holm's test:
+a filled point (a hollow one does not), a star over a bar; the unedited model is a dashed black
+line; K is on a log axis (the paper's grid spans 0.01% to 15%); legends sit below the panels,
+never over data; one row of panels per model.
 """
 
 from __future__ import annotations
@@ -99,12 +103,27 @@ def _empty(path: str | Path, what: str) -> None:
     _save(fig, path)
 
 
+def _intervals(summary: pd.DataFrame | None, keys: list[str], x: str) -> pd.DataFrame | None:
+    """Per set and ``x`` (``keys``, ``x``, model, task, metric): the pooled value (``mean``), its
+    95 % interval (the unedited value plus the paired change's interval) and whether the change is
+    significant; None without a summary that holds them."""
+    if summary is None or summary.empty or "change_low" not in summary:
+        return None
+    rows = summary.assign(mean=summary["value_mean"], low=summary["base_value_mean"] + summary["change_low"],
+                          high=summary["base_value_mean"] + summary["change_high"],
+                          significant=summary["significant"].fillna(False).astype(bool))
+    return rows[["model", "task", "metric", *keys, x, "mean", "low", "high", "significant"]]
+
+
 def _curves(table: pd.DataFrame, path: str | Path, *, x: str, keys: list[str], x_axis, xlabel: str,
-            ylabel: str, unedited: str = "unedited") -> None:
+            ylabel: str, unedited: str = "unedited", summary: pd.DataFrame | None = None) -> None:
     """Per model (rows) and task (columns): accuracy against column ``x`` for every set, named by
     ``keys`` (method, control, then those that join the label where they vary), with the repeats'
-    range as a band and the unedited model dashed; ``x_axis(ax, values)`` lays out the x axis."""
+    range as a band and the unedited model dashed; ``x_axis(ax, values)`` lays out the x axis.
+    With the table's ``summary``: the pooled 95 % interval as error bars, points filled where the
+    change from the unedited model is significant (Holm), hollow where it is not."""
     models, tasks = sorted(table["model"].unique()), _headline_tasks(table)
+    intervals = _intervals(summary, keys, x)
     controls = sorted(c for c in table["control"].dropna().unique() if c != NO_CONTROL)
     style = {c: STYLES[i % len(STYLES)] for i, c in enumerate(controls)} | {NO_CONTROL: "-"}
     fig, axes = _panels(models, tasks)
@@ -119,9 +138,22 @@ def _curves(table: pd.DataFrame, path: str | Path, *, x: str, keys: list[str], x
                 label = set_name(method, control) + "".join(
                     f" {variant[key]}" for key in shown)
                 stats = _spread(group, [x], "value").sort_values(x)
-                ax.plot(stats[x], stats["mean"], marker="o", ms=3, color=COLOURS.get(method),
-                        ls=style.get(control, "-"), label=label)
-                ax.fill_between(stats[x], stats["low"], stats["high"], color=COLOURS.get(method), alpha=0.15, lw=0)
+                colour = COLOURS.get(method)
+                ax.plot(stats[x], stats["mean"], color=colour, ls=style.get(control, "-"), label=label)
+                ax.fill_between(stats[x], stats["low"], stats["high"], color=colour, alpha=0.15, lw=0)
+                pooled = None if intervals is None else intervals[
+                    (intervals["model"] == model) & (intervals["task"] == task)
+                    & (intervals["metric"] == group["metric"].iloc[0])
+                    & np.logical_and.reduce([intervals[k].eq(variant[k]).fillna(pd.isna(variant[k])) for k in keys])]
+                if pooled is None or pooled.empty:
+                    ax.plot(stats[x], stats["mean"], "o", ms=3, color=colour)
+                    continue
+                pooled = pooled.sort_values(x)
+                ax.errorbar(pooled[x], pooled["mean"], yerr=[pooled["mean"] - pooled["low"], pooled["high"] - pooled["mean"]],
+                            fmt="none", ecolor=colour, elinewidth=1, capsize=2)
+                for significant, points in pooled.groupby("significant"):
+                    ax.plot(points[x], points["mean"], "o", ms=4, color=colour,
+                            markerfacecolor=colour if significant else "white")
             if len(rows):
                 ax.axhline(rows["base_value"].iloc[0], color="black", ls="--", lw=1, label=unedited)
                 _accuracy_axis(ax, rows["value"])
@@ -132,21 +164,28 @@ def _curves(table: pd.DataFrame, path: str | Path, *, x: str, keys: list[str], x
     _save(fig, path, *_legend(axes))
 
 
-def plot_pruning(table: pd.DataFrame, path: str | Path) -> None:
+def _k_percent(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+    return None if frame is None else frame.assign(k_percent=frame["k_fraction"] * 100)
+
+
+def plot_pruning(table: pd.DataFrame, path: str | Path, summary: pd.DataFrame | None = None) -> None:
     """Accuracy after pruning against K: MathNeuro against its baselines, per task."""
     if table.empty:
         return _empty(path, "results")
-    _curves(table.assign(k_percent=table["k_fraction"] * 100), path, x="k_percent", keys=["method", "control", "edit"],
-            x_axis=_k_axis, xlabel="K (% of each matrix, log)", ylabel="accuracy after pruning")
+    _curves(_k_percent(table), path, x="k_percent", keys=["method", "control", "edit"], x_axis=_k_axis,
+            xlabel="K (% of each matrix, log)", ylabel="accuracy after pruning", summary=_k_percent(summary))
 
 
-def plot_scaling(table: pd.DataFrame, path: str | Path) -> None:
-    """Change in accuracy after scaling (points), per task: one bar per set and factor, the
-    repeats' range as error bars."""
+def plot_scaling(table: pd.DataFrame, path: str | Path, summary: pd.DataFrame | None = None) -> None:
+    """Change in accuracy after scaling (points), per task: one bar per set and factor, the mean
+    over repeats, each repeat a dot; with the ``summary``, the pooled change's 95 % interval as an
+    error bar and a star over a change significant by Holm's test."""
     if table.empty:
         return _empty(path, "scaling results")
     models, tasks = sorted(table["model"].unique()), _headline_tasks(table)
     table = table.assign(change=table["change"] * 100)
+    pooled = None if summary is None or "change_low" not in summary else summary.assign(
+        low=summary["change_low"] * 100, high=summary["change_high"] * 100)
     fig, axes = _panels(models, tasks)
     variants = table[["method", "control", "k", "k_fraction", "edit"]].drop_duplicates().sort_values(
         ["k_fraction", "edit", "method", "control"])
@@ -160,12 +199,26 @@ def plot_scaling(table: pd.DataFrame, path: str | Path) -> None:
                             & (stats["k"] == variant.k) & (stats["edit"] == variant.edit)]
                 if hit.empty:
                     continue
-                mean, low, high = hit[["mean", "low", "high"]].iloc[0]
-                ax.bar(x, mean, color=COLOURS.get(variant.method), yerr=[[mean - low], [high - mean]], capsize=3,
-                       label=_label(variant.method))
+                mean = hit["mean"].iloc[0]
+                colour = COLOURS.get(variant.method)
+                ax.bar(x, mean, color=colour, alpha=0.8, label=_label(variant.method))
+                repeats = rows[(rows["method"] == variant.method) & (rows["control"] == variant.control)
+                               & (rows["k"] == variant.k) & (rows["edit"] == variant.edit)]["change"]
+                ax.plot([x] * len(repeats), repeats, ".", color="black", ms=3)
+                interval = None if pooled is None else pooled[
+                    (pooled["model"] == model) & (pooled["task"] == task) & (pooled["metric"] == rows["metric"].iloc[0])
+                    & (pooled["method"] == variant.method) & (pooled["control"] == variant.control)
+                    & (pooled["k"] == variant.k) & (pooled["edit"] == variant.edit)]
+                if interval is not None and len(interval):
+                    low, high, significant = interval[["low", "high", "significant"]].iloc[0]
+                    ax.errorbar(x, mean, yerr=[[mean - low], [high - mean]], fmt="none", ecolor="black", capsize=3)
+                    if pd.notna(significant) and bool(significant):
+                        ax.annotate("*", (x, high if mean >= 0 else low), ha="center",
+                                    va="bottom" if mean >= 0 else "top", fontsize=11)
             ax.axhline(0, color="black", ls="--", lw=1)
-            ax.set_xticks(range(len(variants)), [f"{v.control}\n{v.k} {v.edit}" for v in variants.itertuples()],
-                          fontsize=7)
+            varying = [c for c in ("edit", "k", "control") if variants[c].nunique() > 1] or ["edit"]
+            ax.set_xticks(range(len(variants)), [" ".join(str(getattr(v, c)) for c in varying)
+                                                 for v in variants.itertuples()], fontsize=7, rotation=45, ha="right")
             metric = rows["metric"].iloc[0] if len(rows) else ""
             ax.set(title=f"{model}: {task}" if len(models) > 1 else task, ylabel=f"change (points)\n({metric})")
     _save(fig, path, *_legend(axes))
@@ -281,20 +334,20 @@ def plot_share(table: pd.DataFrame, path: str | Path) -> None:
     _save(fig, path, *_legend(axes))
 
 
-def plot_data_efficiency(table: pd.DataFrame, path: str | Path) -> None:
+def plot_data_efficiency(table: pd.DataFrame, path: str | Path, summary: pd.DataFrame | None = None) -> None:
     """Accuracy after editing with sets found from n samples, against n (log), per task."""
     if table.empty:
         return _empty(path, "data efficiency results (data_efficiency.edits is empty)")
     _curves(table, path, x="n_samples", keys=["method", "control", "k", "edit"], x_axis=_log_ticks,
-            xlabel="samples per data set (log)", ylabel="accuracy after editing")
+            xlabel="samples per data set (log)", ylabel="accuracy after editing", summary=summary)
 
 
-def plot_factor_sweep(table: pd.DataFrame, path: str | Path) -> None:
+def plot_factor_sweep(table: pd.DataFrame, path: str | Path, summary: pd.DataFrame | None = None) -> None:
     """Accuracy against the scaling factor, per task: the sets' response to amplification."""
     if table.empty or table["factor"].nunique() < 2:
         return _empty(path, "factor sweep (scaling.edits has fewer than two factors)")
     _curves(table, path, x="factor", keys=["method", "control", "k"], x_axis=lambda ax, factors: None,
-            xlabel="factor on the selected weights", ylabel="accuracy", unedited="unedited (x1)")
+            xlabel="factor on the selected weights", ylabel="accuracy", unedited="unedited (x1)", summary=summary)
 
 
 def _measure(metric: str) -> str:
@@ -410,6 +463,14 @@ DRAW = {  # figure (mathneuro.analyses.FIGURES) -> how it is drawn from its tabl
     "subskill_overlap": plot_subskill_overlap,
 }
 assert set(DRAW) == set(FIGURES), "every figure of mathneuro.analyses.FIGURES needs a way to draw it"
+WITH_SUMMARY = {"pruning", "scaling", "factor_sweep", "data_efficiency"}  # figures that draw the paired intervals
+
+
+def draw(figure: str, table: pd.DataFrame, path: str | Path, summary: pd.DataFrame | None = None) -> None:
+    """Draw ``figure`` from its table (and, for the edit figures, the table's summary)."""
+    if figure in WITH_SUMMARY:
+        return DRAW[figure](table, path, summary=summary)
+    return DRAW[figure](table, path)
 
 
 def summary_html(summary: pd.DataFrame, name: str) -> str:

@@ -38,6 +38,9 @@ def pick_metric(metrics: Sequence[str]) -> str:
 
 
 PROPORTIONS = ("exact_match", "acc")  # metrics printed in percent; others (bits_per_byte) as they are
+EVIDENCE = ("points, or bits per byte; 95 % interval over the test items, repeats pooled; * paired test "
+            "significant after Holm's correction, p < 0.05; '− random': the set's value minus its same-count "
+            "baseline's")
 
 
 def headline_rows(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -123,6 +126,64 @@ def variant_table(summary: pd.DataFrame, share: pd.DataFrame | None = None, *, k
         out.append([set_label(method, control, skill, k, k_fraction),
                     set_size(share, method, control, k, n_samples, hidden_size), *cells(mine)])
     return pd.DataFrame(out, columns=["set", "size", *shown])
+
+
+MARK = "*"  # a change significant by the paired test, Holm-adjusted within its table, task and metric
+
+
+def interval(change: float, low: float, high: float, significant, metric: str) -> str:
+    """'−83.8 [−88.3, −78.8]*': a change with its 95 % interval (proportions in points, other
+    measures with three decimals) and MARK where it is significant; '' when there is none."""
+    if pd.isna(change):
+        return ""
+    show = (lambda v: f"{100 * v:+.1f}") if metric.split(",")[0] in PROPORTIONS else (lambda v: f"{v:+.3f}")
+    bounds = "" if pd.isna(low) or pd.isna(high) else f" [{show(low)}, {show(high)}]"
+    return f"{show(change)}{bounds}{MARK if pd.notna(significant) and bool(significant) else ''}".replace("-", "−")
+
+
+def change_table(summary: pd.DataFrame, *, k: str, edit: str, n_samples: int | None = None,
+                 skill: str = "math") -> pd.DataFrame:
+    """The paired evidence of an edit analysis' summary at one K, edit and sample count: per set,
+    its change from the unedited model on every task with the 95 % interval (repeats pooled) and
+    MARK where significant; below a set with a same-count baseline, its value minus the baseline's
+    ('− random'), the same way. A family of subtasks shows its tasks' mean change, no interval."""
+    rows = summary[(summary["k"] == k) & (summary["edit"] == edit)]
+    if n_samples is None:
+        n_samples = int(rows["n_samples"].max())
+    rows = rows[rows["n_samples"] == n_samples]
+    if rows.empty or "change_low" not in rows:
+        raise ValueError(f"no paired statistics at k={k!r}, edit={edit!r}, n_samples={n_samples}")
+    shown = columns(rows["task"])
+    rows, metric = headline_rows(rows)
+    k_fraction = float(rows["k_fraction"].iloc[0])
+
+    def cells(part: pd.DataFrame, prefix: str) -> list[str]:
+        part = part.set_index("task")
+        out = []
+        for tasks in shown.values():
+            if len(tasks) > 1:
+                out.append(interval(part[f"{prefix}change" if prefix else "change_mean"].reindex(tasks).mean(skipna=False),
+                                    float("nan"), float("nan"), None, metric[tasks[0]]))
+                continue
+            task = tasks[0]
+            if task not in part.index:
+                out.append("")
+                continue
+            row = part.loc[task]
+            change = row["baseline_change"] if prefix else row["change_mean"]
+            low, high = (row["baseline_low"], row["baseline_high"]) if prefix else (row["change_low"], row["change_high"])
+            out.append(interval(change, low, high, row["baseline_significant" if prefix else "significant"], metric[task]))
+        return out
+
+    out = []
+    for method, control in _ordered(rows[["method", "control"]].drop_duplicates().itertuples(index=False)):
+        mine = rows[(rows["method"] == method) & (rows["control"] == control)]
+        out.append([set_label(method, control, skill, k, k_fraction), *cells(mine, "")])
+        baseline = mine["baseline"].dropna()
+        if len(baseline):
+            out.append([f"  − {METHODS[baseline.iloc[0]].label if baseline.iloc[0] in METHODS else baseline.iloc[0]}",
+                        *cells(mine, "baseline_")])
+    return pd.DataFrame(out, columns=["set", *shown])
 
 
 def set_size(share: pd.DataFrame | None, method: str, control: str, k: str, n_samples: int,
@@ -316,6 +377,9 @@ def report(folder: str | Path, skill: str | None = None) -> str:
             for edit in dict.fromkeys(table["edit"]):
                 frame = variant_table(table, share, k=k, edit=edit, skill=skill, hidden_size=hidden)
                 parts.append(f"{label} ({edit}), {k_text(table, k)}:\n\n{markdown(frame)}")
+                if "change_low" in table:
+                    parts.append(f"{label} ({edit}), {k_text(table, k)}: change from the unedited model ({EVIDENCE})"
+                                 f"\n\n{markdown(change_table(table, k=k, edit=edit, skill=skill))}")
     efficiency = _read(folder, "data_efficiency")
     if efficiency is not None and len(efficiency):
         for k in ks(efficiency):

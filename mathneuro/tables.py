@@ -30,12 +30,14 @@ EVAL_COLUMNS = {  # column -> dtype of the pruning and scaling tables, in this o
     "edit": "string", "factor": "float64", "n_samples": "Int64", "seed": "Int64", "suite": "string",
     "task": "string", "metric": "string", "n": "Int64", "value": "float64", "stderr": "float64",
     "apply_chat_template": "boolean", "fewshot_as_multiturn": "boolean", "system_instruction": "string",
+    "batch_size": "Int64",
 }
-SAMPLE_COLUMNS = {  # column -> dtype of the samples table: what each variant answered, per document
-    "model": "string", "method": "string", "control": "string", "k": "string", "edit": "string",
-    "factor": "float64", "n_samples": "Int64", "seed": "Int64", "suite": "string", "task": "string",
-    "doc_id": "Int64", "prompt": "string", "target": "string", "response": "string", "extracted": "string",
-    "metric": "string", "correct": "float64",
+SAMPLE_COLUMNS = {  # column -> dtype of the samples table: each variant's per-item records (evaluate.samples_frame)
+    "model": "string", "skill": "string", "method": "string", "control": "string", "k": "string",
+    "k_fraction": "float64", "control_k_fraction": "float64", "edit": "string", "factor": "float64",
+    "n_samples": "Int64", "seed": "Int64", "suite": "string", "task": "string", "doc_id": "Int64", "metric": "string",
+    "score": "float64", "loglikelihood": "float64", "weight": "float64", "chosen": "Int64", "response": "string",
+    "extracted": "string", "prompt": "string", "target": "string",
 }
 
 
@@ -210,6 +212,26 @@ def with_control_k(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[columns]
 
 
+def labelled(frame: pd.DataFrame, columns: Mapping[str, str], skill: str | None) -> pd.DataFrame:
+    """Evaluation rows (tables or per-item records) typed as ``columns``, with ``control_k_fraction``
+    filled in (:func:`with_control_k`) and the edited variants' ``skill`` (the study's where the
+    rows carry none: only the sub-skill study's evaluations are labelled)."""
+    frame = with_control_k(frame).reindex(columns=list(columns)).astype(columns)
+    edited = frame["method"] != "base"
+    frame.loc[edited, "skill"] = frame.loc[edited, "skill"].fillna(skill)
+    return frame
+
+
+def edit_tables(table: pd.DataFrame, outcomes: Mapping, groups: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """An edit analysis's rows (one per repeat) and their summary over repeats, each with the
+    paired statistics of mathneuro.evidence (the batch size, which may differ between repeats'
+    jobs, is left out of the summary)."""
+    from mathneuro.evidence import repeat_statistics, summary_statistics
+
+    summary = summarize(table.drop(columns=["batch_size"]), EVAL_MEASURES)
+    return repeat_statistics(table, outcomes, groups), summary_statistics(summary, table, outcomes, groups)
+
+
 def build_tables(
     evaluations: pd.DataFrame,
     counts: pd.DataFrame,
@@ -218,23 +240,28 @@ def build_tables(
     subskill_overlaps: pd.DataFrame | None = None,
     *,
     selections: Mapping[str, Mapping[str, Sequence]],
+    samples: pd.DataFrame | None = None,
+    groups: Mapping[tuple, Mapping[str, Sequence[str]]] | None = None,
     skill_tasks: Sequence[str] = (),
     skill: str | None = None,
 ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
     """Every table, each as (per-repeat table, summary over repeats). ``selections`` names the
-    edit analyses (pruning, scaling, data_efficiency) and, for each, the values per column of the
-    evaluations it reads (see :func:`select`). ``consistency`` and ``layer_overlaps`` are the rows
-    of :func:`pair_overlaps` and :func:`pair_layer_overlaps`, summarized over seed pairs. Rows of
-    ``skill_tasks`` (or their subtasks, ``minerva_math_algebra`` of ``minerva_math``) are marked
-    ``skill_task``. Evaluations without a ``skill`` label are of the study's ``skill``'s sets; the
-    sub-skill study's are labelled, and ``subskill_overlaps`` are its sets' :func:`set_overlaps`,
-    summarized over seeds."""
-    evaluations = with_control_k(evaluations).reindex(columns=list(EVAL_COLUMNS)).astype(EVAL_COLUMNS)
-    edited_rows = evaluations["method"] != "base"
-    evaluations.loc[edited_rows, "skill"] = evaluations.loc[edited_rows, "skill"].fillna(skill)
+    edit analyses (pruning, scaling, data_efficiency, subskills) and, for each, the values per
+    column of the evaluations it reads (see :func:`select`); their rows carry the paired
+    statistics (mathneuro.evidence) from ``samples``, every evaluation's per-item records, with
+    ``groups`` ((model, suite) -> lm-eval's ``group_subtasks``) naming a group's tasks.
+    ``consistency`` and ``layer_overlaps`` are the rows of :func:`pair_overlaps` and
+    :func:`pair_layer_overlaps`, summarized over seed pairs. Rows of ``skill_tasks`` (or their
+    subtasks, ``minerva_math_algebra`` of ``minerva_math``) are marked ``skill_task``. Evaluations
+    without a ``skill`` label are of the study's ``skill``'s sets; the sub-skill study's are
+    labelled, and ``subskill_overlaps`` are its sets' :func:`set_overlaps`, summarized over seeds."""
+    from mathneuro.evidence import item_outcomes
+
+    evaluations = labelled(evaluations, EVAL_COLUMNS, skill)
     base = evaluations[evaluations["method"] == "base"]
     edited = with_baseline(evaluations[evaluations["method"] != "base"], base)
     edited["skill_task"] = edited["task"].map(lambda t: any(t == s or t.startswith(s + "_") for s in skill_tasks))
+    outcomes = item_outcomes(labelled(samples, SAMPLE_COLUMNS, skill)) if samples is not None else {}
     edits = {name: select(edited, allowed) for name, allowed in selections.items()}
     counts = with_control_k(counts).drop_duplicates(
         subset=["model", "method", "control", "k", "control_k_fraction", "n_samples", "seed", "parameter"])
@@ -244,7 +271,7 @@ def build_tables(
     subskill_overlaps = with_control_k(subskill_overlaps)
     layers, share = layer_table(counts), share_table(counts)
     return {
-        **{name: (table, summarize(table, EVAL_MEASURES)) for name, table in edits.items()},
+        **{name: edit_tables(table, outcomes, groups or {}) for name, table in edits.items()},
         "consistency": (consistency, summarize(consistency, ["value", "size_a", "size_b", "intersection"],
                                                over=("seed_a", "seed_b"))),
         "layer_overlap": (layer_overlaps, summarize(layer_overlaps, OVERLAP_MEASURES, over=("seed_a", "seed_b"))),

@@ -10,6 +10,7 @@ rule aggregate:
     input:
         evaluations=[f for m in config["models"] for f in evaluation_files(m)],
         samples=[f for m in config["models"] for f in evaluation_files(m, "samples")],
+        base_results=[base_eval_path(m, s, "results") for m, s in base_evaluations()],
         counts=[f for m in config["models"] for f in counts_files(m)],
         consistency=[f for m in config["models"] for f in consistency_files(m)],
         layer_overlaps=[
@@ -36,6 +37,7 @@ rule aggregate:
         runtime=10,
     params:
         **study.aggregate_params(),
+        base_evaluations=base_evaluations(),  # (model, suite) of each base_results file
     script:
         "../workflow_scripts/aggregate.py"
 

@@ -220,6 +220,11 @@ def set_inputs(wildcards):
 # What rule all and aggregate read ----------------------------------------------------------------
 
 
+def base_evaluations():
+    """(model, suite) of every evaluation of an unedited model."""
+    return [[m, s] for m in config["models"] for s in study.suites]
+
+
 def evaluation_files(model, kind="table"):
     """The unedited model's evaluations, then every edited variant's, on their suites."""
     files = [base_eval_path(model, s, kind) for s in study.suites]

@@ -69,12 +69,16 @@ HELDOUT = {
     "synthetic without a split": ({"source": "synthetic", "task": "facts", "n_train": 3, "n_test": 2}, "test",
                                   {"source": "synthetic", "task": "facts", "n_train": 3, "n_test": 2,
                                    "split": "test"}),
-    "file: as it is": ({"source": "json", "path": "held/out.jsonl", "template": TEMPLATE}, "test",
-                       {"source": "json", "path": "held/out.jsonl", "template": TEMPLATE}),
-    "file: its split is not touched, every record read": (
-        {"source": "csv", "path": "a.csv", "columns": ["q", "a"], "template": TEMPLATE, "n": 7, "seed": 1,
-         "replace": False}, "train",
-        {"source": "csv", "path": "a.csv", "columns": ["q", "a"], "template": TEMPLATE}),
+    "file with a file of held-out texts": (
+        {"source": "json", "path": "a.jsonl", "heldout": {"path": "held/out.jsonl"}, "template": TEMPLATE, "n": 7,
+         "seed": 1}, "test",
+        {"source": "json", "path": "a.jsonl", "heldout": {"path": "held/out.jsonl"}, "template": TEMPLATE,
+         "part": "heldout"}),
+    "file with a held-out share of its records, the held-out split not read": (
+        {"source": "csv", "path": "a.csv", "columns": ["q", "a"], "heldout": {"fraction": 0.2, "seed": 3},
+         "template": TEMPLATE, "n": 7, "seed": 1, "replace": False}, "train",
+        {"source": "csv", "path": "a.csv", "columns": ["q", "a"], "heldout": {"fraction": 0.2, "seed": 3},
+         "template": TEMPLATE, "part": "heldout"}),
 }
 
 
@@ -110,6 +114,15 @@ def test_a_heldout_split_the_sets_are_identified_on_is_refused_naming_it(case):
     assert f"held-out split {split!r}" in message and f"({named})" in message, message
 
 
+@pytest.mark.parametrize(("spec", "named"), [
+    ({"source": "json", "path": "a.jsonl", "n": 5}, "names no held-out texts"),
+    ({"source": "parquet", "path": "d/a.parquet", "heldout": {"path": "d/./a.parquet"}}, "its own path"),
+], ids=["no heldout", "heldout.path is its path"])
+def test_a_file_data_set_without_held_out_texts_of_its_own_is_refused(spec, named):
+    with pytest.raises(ValueError, match=named):
+        evaluate.heldout_spec(spec, "test")
+
+
 # --- bpb_task_config, write_bpb_tasks ---------------------------------------------------------------
 
 
@@ -128,13 +141,15 @@ def test_bpb_task_config_is_a_rolling_loglikelihood_task_of_the_file(tmp_path):
 
 @pytest.fixture
 def notes(tmp_path) -> dict:
-    return {"source": "json", "path": str(jsonl(tmp_path / "notes.jsonl", RECORDS)), "template": TEMPLATE,
+    """A file data set whose held-out texts are another file: every record of RECORDS."""
+    return {"source": "json", "path": str(jsonl(tmp_path / "train.jsonl", RECORDS[:3])),
+            "heldout": {"path": str(jsonl(tmp_path / "notes.jsonl", RECORDS))}, "template": TEMPLATE,
             "n": 3, "seed": 5, "replace": True}
 
 
 def test_write_bpb_tasks_writes_every_heldout_text_shuffled_under_the_seed(tmp_path, notes):
     counts = evaluate.write_bpb_tasks({"notes": notes}, tmp_path / "a", seed=7)
-    assert counts == {"bpb_notes": len(RECORDS)}  # every record, not the spec's n=3
+    assert counts == {"bpb_notes": len(RECORDS)}  # every held-out record, not the spec's n=3
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["bpb_notes.jsonl", "bpb_notes.yaml"]
     texts = read_texts(tmp_path / "a" / "bpb_notes.jsonl")
     assert Counter(texts) == Counter(rendered())
@@ -148,6 +163,29 @@ def test_write_bpb_tasks_writes_every_heldout_text_shuffled_under_the_seed(tmp_p
     evaluate.write_bpb_tasks({"notes": notes}, tmp_path / "c", seed=8)
     other = read_texts(tmp_path / "c" / "bpb_notes.jsonl")
     assert Counter(other) == Counter(texts) and other != texts
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.25, 0.5, 0.9])
+@pytest.mark.parametrize("held_seed", [0, 4])
+def test_a_held_out_share_of_a_file_is_never_drawn_by_the_identification(tmp_path, fraction, held_seed):
+    """The identification draws (with replacement, many times the file's size) only records the
+    held-out share leaves; the bpb task reads exactly those held out, and together they are the
+    file."""
+    from mathneuro.data import heldout_rows, load_texts
+
+    records = [{"q": f"question {i}", "a": str(i)} for i in range(40)]
+    spec = {"source": "json", "path": str(jsonl(tmp_path / "all.jsonl", records)), "template": TEMPLATE,
+            "id_field": "a", "heldout": {"fraction": fraction, "seed": held_seed}}
+    held = heldout_rows(len(records), fraction, held_seed)
+    assert len(held) == round(fraction * len(records)) and held == sorted(set(held))
+    drawn = load_texts({**spec, "n": 2000, "seed": 1})
+    assert drawn.ids and not set(drawn.ids) & {str(i) for i in held}
+    assert set(drawn.ids) == {str(i) for i in range(len(records)) if i not in held}  # 2000 draws see all
+    counts = evaluate.write_bpb_tasks({"all": spec}, tmp_path / "bpb", seed=0)
+    assert counts == {"bpb_all": len(held)}
+    assert Counter(read_texts(tmp_path / "bpb" / "bpb_all.jsonl")) == Counter(rendered([records[i] for i in held]))
+    first = load_texts({**spec, "n": 10, "seed": 2})
+    assert list(first) == list(load_texts({**spec, "n": 30, "seed": 2}))[:10]  # draws stay prefix-stable
 
 
 def test_write_bpb_tasks_of_several_data_sets_reads_each_ones_heldout_split(tmp_path, notes):
@@ -201,10 +239,16 @@ def test_lm_evals_bits_per_byte_of_a_written_task_is_the_definitions(tmp_path, n
     # lm-eval conditions a text's first token on the tokenizer's BOS (its EOS when there is no BOS)
     assert tokenizer.bos_token_id is not None and tokenizer.bos_token_id != tokenizer.eos_token_id
 
-    table = evaluate.evaluate(sharp, tokenizer, ["bpb_notes"], include_path=tmp_path, batch_size=3)
+    results = evaluate.run_lm_eval(sharp, tokenizer, ["bpb_notes"], include_path=tmp_path, batch_size=3)
+    table = evaluate.results_frame(results)
     row = table[table.metric == "bits_per_byte,none"]
     assert len(row) == 1 and row.task.item() == "bpb_notes" and row.n.item() == counts["bpb_notes"]
     got = row.value.item()
+    # the per-text records: each text's log-likelihood and bytes, whose corpus ratio is the value
+    items = evaluate.samples_frame(results).set_index("doc_id").sort_index()
+    assert (items["metric"] == "bits_per_byte,none").all() and items["score"].isna().all()
+    assert list(items["weight"]) == [len(t.encode("utf-8")) for t in texts]
+    assert -items["loglikelihood"].sum() / (math.log(2) * items["weight"].sum()) == pytest.approx(got, rel=1e-12)
 
     expected = bits_per_byte(sharp, tokenizer, texts, tokenizer.bos_token_id)
     assert got == pytest.approx(expected, rel=1e-4)

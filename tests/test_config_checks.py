@@ -253,12 +253,17 @@ def test_the_data_sets_of_a_suites_bpb_tasks(case):
 BPB_SETS = {
     "math": {"source": "hf", "path": "openai/gsm8k", "name": "main", "split": "train", "template": T},
     "toy": {"source": "synthetic", "task": "math", "n_train": 4, "n_test": 2},  # split train by default
-    "own file": {"source": "json", "path": "held_out.jsonl", "template": T},
+    "own file": {"source": "json", "path": "own.jsonl", "heldout": {"path": "held_out.jsonl"}, "template": T},
+    "own share": {"source": "json", "path": "own.jsonl", "heldout": {"fraction": 0.2}, "template": T},
+    "bare file": {"source": "json", "path": "own.jsonl", "template": T},
 }
 
 # (suites' tasks, held-out split) -> the words each problem names, in order
 BPB_CASES = {
-    "good config": ({"a": ["bpb_math", "bpb_toy", "bpb_own file", "gsm8k_cot"]}, "test", []),
+    "good config": ({"a": ["bpb_math", "bpb_toy", "bpb_own file", "bpb_own share", "gsm8k_cot"]}, "test", []),
+    "a file without held-out texts": ({"a": ["bpb_own file", "bpb_bare file"]}, "test",
+                                      [["evaluation.suites.a: bpb_bare file", "datasets.bare file",
+                                        "no held-out texts"]]),
     "unknown data set": ({"a": ["gsm8k_cot", "bpb_nope"]}, "test",
                          [["evaluation.suites.a: bpb_nope", "names no data set", "'math'", "'toy'"]]),
     "held-out split is the identification split": ({"a": ["bpb_math"]}, "train",

@@ -126,10 +126,15 @@ def test_suite_options_reach_lm_eval_and_the_samples_show_what_the_model_saw_and
     assert set(samples["task"]) == {"toy_math", "toy_reading"} and len(samples) == 4
     assert samples["prompt"].str.startswith("<|system|>Be brief.").all()
     math = samples[samples["task"] == "toy_math"]
-    assert (math["metric"] == "exact_match,strict-match").all() and math["correct"].isin([0.0, 1.0]).all()
+    assert (math["metric"] == "exact_match,strict-match").all() and math["score"].isin([0.0, 1.0]).all()
+    assert math["chosen"].isna().all() and math["response"].notna().all()
     reading = samples[samples["task"] == "toy_reading"]
-    record = synthetic.read_jsonl(next(p for t, p in _files(yaml_dir).items() if t == "reading"))[0]
-    assert reading["response"].iloc[0].strip() in record["choices"]
+    records = synthetic.read_jsonl(next(p for t, p in _files(yaml_dir).items() if t == "reading"))
+    for _, item in reading.iterrows():  # the chosen answer, and whether it is the record's
+        record = records[item["doc_id"]]
+        assert item["response"].strip() == record["choices"][item["chosen"]].strip()
+        assert item["score"] == float(item["chosen"] == record["label"])
+    assert set(evaluate.samples_frame(results, text=False)[["prompt", "target"]].stack(future_stack=True)) == {None}
     import json
 
     written = json.loads(evaluate.results_json(results))
@@ -140,3 +145,99 @@ def _files(yaml_dir):
     """task -> its test file, as written into the suite's task YAMLs."""
     written = {task: yaml.safe_load((yaml_dir / f"{toy_task(task)}.yaml").read_text()) for task in ("math", "reading")}
     return {task: Path(config["dataset_kwargs"]["data_files"]["test"][0]) for task, config in written.items()}
+
+
+# --- batch size "auto": a search at the longest request, not the model's whole context ------------
+
+
+@pytest.fixture(scope="module")
+def long_context(test_files, tmp_path_factory):
+    """A tiny model whose config claims Llama 3's 131,072 positions, a suite of a generation task
+    and a bits-per-byte task, and the longest input each kind of request gives it (computed here
+    from the prompts and texts, as lm-eval tokenizes them)."""
+    texts = [synthetic.training_text(t, r) for t, p in test_files.items() for r in synthetic.read_jsonl(p)]
+    tokenizer = toy.build_tokenizer(texts, vocab_size=300)
+    model = toy.make_model(len(tokenizer), hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32,
+                           max_position_embeddings=131_072, seed=0, tokenizer=tokenizer).eval()
+    folder = tmp_path_factory.mktemp("long")
+    write_suite(["toy_math"], folder, local_data=toy_local_data(test_files))
+    spec = {"source": "json", "path": str(test_files["reading"]), "template": "{question}",
+            "heldout": {"path": str(test_files["reading"])}}
+    evaluate.write_bpb_tasks({"reading": {**spec, "path": str(test_files["facts"])}}, folder)
+    return model, tokenizer, folder
+
+
+def test_auto_searches_at_the_longest_request_and_records_the_batch_sizes(long_context, monkeypatch):
+    """lm-eval would search with inputs of max_length = 131,072 tokens for generation and rolling
+    requests; fitted_lm searches at the longest prompt plus its generation budget, and at the
+    longest text. Every forward pass is intercepted: none is longer than the longest request."""
+    from lm_eval.models.huggingface import HFLM
+
+    model, tokenizer, folder = long_context
+    monkeypatch.setattr(evaluate, "resolve_batch_size", lambda batch_size, model: batch_size)  # search on the CPU
+    budget = 5
+    manager = evaluate.task_manager(["toy_math", "bpb_reading"], folder)
+    tasks = manager.load(["toy_math", "bpb_reading"])["tasks"]
+    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=1)
+    assert lm.max_length == 131_072  # what lm-eval's own search would run at
+    prompts = [tasks["toy_math"].fewshot_context(doc, num_fewshot=0) for doc in tasks["toy_math"].eval_docs]
+    longest = {"generate_until": max(len(lm.tok_encode(p)) for p in prompts) + budget,
+               "loglikelihood_rolling": max(len(lm.tok_encode(d["text"])) for d in tasks["bpb_reading"].eval_docs)}
+    lengths = []
+    forward = model.forward
+
+    def recorded(*args, **kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        lengths.append(ids.shape[-1])
+        if ids.shape[-1] > max(longest.values()):
+            raise AssertionError(f"a forward pass of {ids.shape[-1]} tokens, longer than every request")
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", recorded)
+    results = evaluate.run_lm_eval(model, tokenizer, ["toy_math", "bpb_reading"], include_path=folder,
+                                   batch_size="auto", max_gen_toks=budget)
+    assert lengths and max(lengths) <= max(longest.values())
+    used = results["mathneuro_run"]["batch_sizes"]
+    assert used == {"generate_until": evaluate.AUTO_MAX_BATCH_SIZE, "loglikelihood_rolling": evaluate.AUTO_MAX_BATCH_SIZE}
+    table = evaluate.results_frame(results).set_index("task")
+    assert table.loc["toy_math", "batch_size"] == used["generate_until"]
+    assert table.loc["bpb_reading", "batch_size"] == used["loglikelihood_rolling"]
+
+
+def test_a_fixed_batch_size_is_recorded_for_every_kind_of_request(tiny, yaml_dir):
+    results = evaluate.run_lm_eval(*tiny, ["toy_math", "toy_reading"], include_path=yaml_dir, limit=2,
+                                   batch_size=3, max_gen_toks=2)
+    assert results["mathneuro_run"]["batch_sizes"] == {"generate_until": 3, "loglikelihood": 3}
+    assert (evaluate.results_frame(results)["batch_size"] == 3).all()
+
+
+# --- seeded item subsets -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 3, 6, 50])
+@pytest.mark.parametrize("seed", [0, 7])
+def test_a_subset_is_n_items_per_task_drawn_under_the_seed_alone(n, seed):
+    sizes = {"a": 6, "b": 40, "mmlu_anatomy": 135}
+    drawn = evaluate.subset_indices(sizes, n, seed)
+    for task, size in sizes.items():
+        items = drawn[task]
+        assert items == sorted(set(items)) and len(items) == min(n, size) and all(0 <= i < size for i in items)
+    assert evaluate.subset_indices(dict(reversed(sizes.items())), n, seed) == drawn  # not by order or neighbours
+    assert evaluate.subset_indices({"b": 40}, n, seed)["b"] == drawn["b"]
+    if n < 40:
+        assert evaluate.subset_indices(sizes, n, seed + 1)["b"] != drawn["b"]
+    big = evaluate.subset_indices({"b": 40, "c": 40}, 20, seed)
+    assert big["b"] != big["c"]  # each task its own draw, not the first items of every task
+
+
+def test_lm_eval_evaluates_exactly_the_subsets_items_and_records_them(tiny, yaml_dir):
+    results = evaluate.run_lm_eval(*tiny, ["toy_math", "toy_reading"], include_path=yaml_dir,
+                                   subset={"n": 3, "seed": 5}, batch_size=8, max_gen_toks=2)
+    chosen = results["mathneuro_run"]["subset"]
+    assert chosen == evaluate.subset_indices({"toy_math": 6, "toy_reading": 6}, 3, 5)
+    samples = evaluate.samples_frame(results)
+    for task, items in chosen.items():
+        assert sorted(samples.loc[samples["task"] == task, "doc_id"].unique()) == items
+    assert (evaluate.results_frame(results)["n"] == 3).all()
+    with pytest.raises(ValueError, match="not both"):
+        evaluate.run_lm_eval(*tiny, ["toy_math"], include_path=yaml_dir, limit=2, subset={"n": 1, "seed": 0})

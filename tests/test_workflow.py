@@ -170,24 +170,105 @@ def test_the_sub_skill_study_prunes_each_set_on_every_task_of_its_suites_and_com
     assert overlaps["jaccard"].between(0, 1).all() and (overlaps["size_a"] > 0).all()
 
 
-def test_every_evaluation_keeps_lm_evals_results_and_the_generations(run, tiny_jobs):
-    """Next to each tidy table: lm-eval's results JSON, and the per-sample records of generation
-    tasks (log_samples unset), gathered in the study's samples table."""
+def test_every_evaluation_keeps_lm_evals_results_and_a_record_of_every_item(run, tiny_jobs):
+    """Next to each tidy table: lm-eval's results JSON and one record per item of every task,
+    multiple choice included, whose mean is lm-eval's value; the items' texts are kept with the
+    unedited model's records only, and each row records the batch size it ran with."""
+    config = compose([TINY])
+    suite = config["evaluation"]["suites"]["toy"]
     evaluations = list((run / "results" / "toy" / "eval").rglob("toy.parquet"))  # suite toy
     planned_evaluations = [j for j in tiny_jobs if j.rule in ("evaluate", "evaluate_base") and j.wc["suite"] == "toy"]
     assert len(evaluations) == len(planned_evaluations) > 20  # every variant, and the unedited model
     for path in evaluations:
         results = json.loads(path.with_name("toy.results.json").read_text())
-        assert set(results["versions"]) == {"toy_math", "toy_reading", "toy_facts"}
+        assert set(results["versions"]) == set(suite["tasks"])
         samples = pd.read_parquet(path.with_name("toy.samples.parquet"))
-        assert set(samples["task"]) == {"toy_math"} and len(samples) == 3  # limit 3, one filter
+        assert set(samples["task"]) == set(suite["tasks"])
+        for (task, metric), items in samples.groupby(["task", "metric"]):
+            assert items["doc_id"].is_unique and len(items) == suite["limit"]
+            assert items["score"].mean() == pytest.approx(results["results"][task][metric], abs=1e-12)
+        choices = samples[samples["task"] != "toy_math"]
+        assert choices["chosen"].notna().all() and choices["response"].notna().all()
+        unedited = path.parent.name == "base"
+        assert samples["prompt"].notna().all() if unedited else samples["prompt"].isna().all()
+        batch = pd.read_parquet(path)
+        assert (batch["batch_size"] == config["models"]["toy"]["eval_batch_size"]).all()
     samples = table(run, "samples")
-    assert samples["prompt"].str.startswith("Question:").all()  # the operations' suite asks math too
-    samples = samples[samples["suite"] == "toy"]
-    assert len(samples) == len(evaluations) * 3
-    assert samples["response"].notna().all() and samples["correct"].isin([0.0, 1.0]).all()
-    config = compose([TINY])
     assert set(samples["method"]) == {"base", *config["pruning"]["methods"], *config["scaling"]["methods"]}
+
+
+def results_json(run: Path, row) -> dict:
+    """lm-eval's results of the evaluation a table row (or the unedited model, method 'base') comes from."""
+    folder = run / "results" / row["model"] / "eval"
+    if row["method"] != "base":
+        folder = (folder / row["skill"] / row["method"] / row["control"] / f"n{row['n_samples']}" / f"seed{row['seed']}"
+                  / f"k{row['k']}" / row["edit"])
+    else:
+        folder = folder / "base"
+    return json.loads((folder / f"{row['suite']}.results.json").read_text())["results"]
+
+
+@pytest.mark.parametrize("name", ["pruning", "scaling", "data_efficiency", "subskills"])
+def test_every_edit_tables_numbers_are_lm_evals_and_its_statistics_the_per_item_records(run, name):
+    """Each row's value and base_value are lm-eval's in that variant's and the unedited model's
+    results JSON, and the mean of their per-item records in the samples table; each row carries
+    the exact McNemar test of those records (statsmodels), and its summary the pooled interval."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    rows, samples = table(run, name), table(run, "samples")
+    assert len(rows)
+    keys = ["model", "skill", "method", "control", "n_samples", "seed", "k", "edit", "suite", "task", "metric"]
+    samples = samples.assign(skill=samples["skill"].fillna(compose([TINY])["identification"]["skill"]))
+    records = {k: part.set_index("doc_id")["score"].sort_index() for k, part in samples.groupby(keys, dropna=False)}
+    base = {k[-3:]: part.set_index("doc_id")["score"].sort_index()
+            for k, part in samples[samples["method"] == "base"].groupby(["suite", "task", "metric"])}
+    for _, row in rows.iterrows():
+        assert row["value"] == results_json(run, row)[row["task"]][row["metric"]]
+        assert row["base_value"] == results_json(run, {**row, "method": "base"})[row["task"]][row["metric"]]
+        mine, theirs = records[tuple(row[k] for k in keys)], base[(row["suite"], row["task"], row["metric"])]
+        assert mine.index.equals(theirs.index)
+        assert (mine.mean(), theirs.mean()) == pytest.approx((row["value"], row["base_value"]), abs=1e-12)
+        table_2x2 = [[int(((theirs == a) & (mine == b)).sum()) for b in (1, 0)] for a in (1, 0)]
+        assert row["p_value"] == pytest.approx(mcnemar(table_2x2, exact=True).pvalue, rel=1e-12)
+        assert (row["lost"], row["gained"]) == (table_2x2[0][1], table_2x2[1][0])
+    summary = table(run, name, summary=True)
+    assert summary["p_holm"].notna().all() and (summary["change_low"] <= summary["change_mean"] + 1e-12).all()
+    assert (summary["change_mean"] <= summary["change_high"] + 1e-12).all()
+
+
+def test_the_consistency_tables_are_the_saved_sets_overlaps(run):
+    """Recomputed from the sets on disk: each pair's sizes, intersection and Jaccard, whole and by layer."""
+    import torch
+
+    from mathneuro.masks import ParameterMask
+    from mathneuro.tables import parameter_location
+
+    config = compose([TINY])
+    k = config["consistency"]["k"]
+    results = run / "results" / "toy"
+    whole, layers = table(run, "consistency"), table(run, "layer_overlap")
+    checked = 0
+    for (method, control, n), rows in whole.groupby(["method", "control", "n_samples"]):
+        if method == "topk":
+            files = [results / "topk" / control / f"n{n}" / f"seed{s}" / f"k{k}.safetensors" for s in (0, 1)]
+        else:
+            files = [results / "masks" / "math" / method / control / f"n{n}" / f"seed{s}" / f"k{k}.safetensors"
+                     for s in (0, 1)]
+        a, b = (ParameterMask.load(f) for f in files)
+        flat = lambda mask: torch.cat([mask[name].flatten() for name in sorted(mask.counts())])  # noqa: E731
+        x, y = flat(a), flat(b)
+        intersection, union = int((x & y).sum()), int((x | y).sum())
+        by_metric = rows.set_index("metric")
+        assert by_metric.loc["jaccard", "value"] == pytest.approx(intersection / union)
+        assert (by_metric["size_a"] == int(x.sum())).all() and (by_metric["intersection"] == intersection).all()
+        per_layer = layers[(layers["method"] == method) & (layers["control"] == control) & (layers["n_samples"] == n)]
+        for name in sorted(a.counts()):
+            layer, module = parameter_location(name)
+            row = per_layer[(per_layer["layer"] == layer) & (per_layer["module"] == module)]
+            assert len(row) == 1
+        assert per_layer["intersection"].sum() == intersection and per_layer["union"].sum() == union
+        checked += 1
+    assert checked == len(whole.groupby(["method", "control", "n_samples"])) > 0
 
 
 def test_every_output_records_the_code_that_made_it_and_none_is_stale(run):

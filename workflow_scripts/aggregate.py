@@ -1,5 +1,6 @@
 """Concatenate per-job results into the paper's tables (tidy Parquet) and their summaries."""
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +12,9 @@ from mathneuro.tables import build_tables, name_top_k_set, samples_table
 with log_to(snakemake.log[0]) as log:
     params, inputs, output = snakemake.params, snakemake.input, snakemake.output
     read = lambda paths: pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)  # noqa: E731
+    samples = read(inputs.samples)
+    groups = {(model, suite): json.loads(Path(path).read_text()).get("group_subtasks", {})
+              for (model, suite), path in zip(params.base_evaluations, inputs.base_results)}
     tables = build_tables(
         read(inputs.evaluations),
         name_top_k_set(read(inputs.counts), **params.top_k_set),
@@ -18,6 +22,8 @@ with log_to(snakemake.log[0]) as log:
         read(inputs.layer_overlaps),
         read(inputs.subskill_overlaps) if inputs.subskill_overlaps else None,
         selections=params.selections,
+        samples=samples,
+        groups=groups,
         skill_tasks=params.skill_tasks,
         skill=params.skill,
     )
@@ -27,6 +33,6 @@ with log_to(snakemake.log[0]) as log:
         write_parquet(table, table_paths[name])
         write_parquet(summary, summary_paths[name])
         log.info("%s: %d rows, summary %d rows", name, len(table), len(summary))
-    samples = samples_table(read(inputs.samples))
+    samples = samples_table(samples)
     write_parquet(samples, output.samples)
     log.info("samples: %d rows", len(samples))

@@ -20,16 +20,14 @@ with log_to(snakemake.log[0]) as log:
         mask = ParameterMask.load(inputs.mask)
         apply_mask(model, mask, params.factor)  # the job ends with the model; nothing to restore
         log.info("edited %d parameters by x%s", mask.count(), params.factor)
-    options = ("limit", "num_fewshot", "max_gen_toks", "gen_kwargs", "apply_chat_template", "fewshot_as_multiturn",
-               "system_instruction")
+    options = ("limit", "subset", "num_fewshot", "max_gen_toks", "gen_kwargs", "apply_chat_template",
+               "fewshot_as_multiturn", "system_instruction")
     results = run_lm_eval(model, tokenizer, suite["tasks"], include_path=inputs.tasks, batch_size=params.batch_size,
-                          log_samples=suite["log_samples"] is not False, **{key: suite[key] for key in options})
+                          **{key: suite[key] for key in options})
+    log.info("batch sizes: %s", results["mathneuro_run"]["batch_sizes"])
     labels = {**params.labels, **{key: suite[key] for key in ("apply_chat_template", "fewshot_as_multiturn", "system_instruction")}}
     table = results_frame(results)
-    samples = samples_frame(results)
-    if suite["log_samples"] is None:  # generation tasks only
-        generative = {t for t, c in results["configs"].items() if c.get("output_type") == "generate_until"}
-        samples = samples[samples["task"].isin(generative)]
+    samples = samples_frame(results, text=params.factor is None)  # the items' texts once, with the unedited model's
     for frame in (table, samples):
         for column, value in labels.items():
             frame[column] = value
@@ -37,4 +35,4 @@ with log_to(snakemake.log[0]) as log:
     write_parquet(samples, output.samples)
     Path(output.results).write_text(results_json(results))
     log.info("\n%s", table.to_string())
-    log.info("%d sample records kept", len(samples))
+    log.info("%d per-item records kept", len(samples))

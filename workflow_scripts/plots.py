@@ -6,7 +6,7 @@ import pandas as pd
 
 from mathneuro.logs import log_to
 from mathneuro.analyses import FIGURES
-from mathneuro.plots import DRAW, summary_html
+from mathneuro.plots import draw, summary_html
 
 with log_to(snakemake.log[0]) as log:
     inputs, output = snakemake.input, snakemake.output
@@ -15,7 +15,7 @@ with log_to(snakemake.log[0]) as log:
     pages = {Path(p).stem: p for p in output.summaries}
     tables = {Path(p).stem: pd.read_parquet(p) for p in inputs.tables}
     for figure, table in FIGURES.items():
-        DRAW[figure](tables[table], figures[figure])
+        draw(figure, tables[table], figures[figure], summary=pd.read_parquet(summaries[table]))
         log.info("drew %s from table %s", figures[figure], table)
     for name, page in pages.items():
         Path(page).write_text(summary_html(pd.read_parquet(summaries[name]), name))

@@ -65,10 +65,10 @@ class Data:
     def spec_files(self, spec: Mapping[str, Any]) -> list[str]:
         """Every file reading data spec ``spec`` reads: its own files, or those of its local copy."""
         from mathneuro.configs import FILE_SOURCES
-        from mathneuro.data import config_names, split_names
+        from mathneuro.data import config_names, file_pattern, split_names
 
         if spec["source"] in FILE_SOURCES:
-            return existing_or_globbed(spec["path"])
+            return existing_or_globbed(file_pattern(spec))
         key = self.local_key(spec["path"]) if spec["source"] == "hf" else None
         if key is None:
             return []

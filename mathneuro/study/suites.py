@@ -122,10 +122,13 @@ class Suites:
                 "version": lm_eval_version}
 
     def problems(self, local_data: Mapping[str, Any]) -> list[str]:
-        """Tasks whose data no hub holds and no ``local_data`` entry serves."""
+        """Suites that ask for two kinds of item subset, and tasks whose data no hub holds and no
+        ``local_data`` entry serves."""
         from mathneuro.tasks import unserved_tasks
 
-        return unserved_tasks(self.specs, local_data)
+        both = [f"evaluation.suites.{s}: limit (lm-eval's first items) and subset (seeded items) are both set; "
+                "give one" for s, spec in self.specs.items() if spec.get("limit") and spec.get("subset")]
+        return both + unserved_tasks(self.specs, local_data)
 
     def input_problems(self, known_task=None) -> list[str]:
         """Bits-per-byte tasks of unknown data sets or without held-out texts, and (by

@@ -1,0 +1,176 @@
+"""The edit tables' paired statistics (mathneuro.evidence through mathneuro.tables.build_tables)
+on constructed evaluations: every number is recomputed here from the per-item records with
+statsmodels (exact McNemar, Holm) or from the definition (a group's weights, bits per byte)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+
+from mathneuro.evidence import BASELINES
+from mathneuro.methods import METHODS
+from mathneuro.stats import ratio_change
+from mathneuro.tables import build_tables
+
+SPECIFIC = next(iter(BASELINES))  # the method whose sets have a same-count baseline (MathNeuro)
+BASELINE = BASELINES[SPECIFIC]
+OTHER = next(m for m, method in METHODS.items() if method.top_k_set)  # a method without a baseline
+SEEDS = [0, 1]
+LEAVES = {"grp_a": 30, "grp_b": 70}  # a group's subtasks and their sizes
+
+
+def outcomes(n: int, p_right: float, seed: int) -> np.ndarray:
+    return (np.random.default_rng(seed).random(n) < p_right).astype(float)
+
+
+def flipped(reference: np.ndarray, share: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random(len(reference)) < share, 1 - reference, reference)
+
+
+def variants() -> list[dict]:
+    """The unedited model and each set's repeats, labelled as evaluate jobs label them."""
+    base = {"model": "m", "method": "base", "suite": "s"}
+    edited = [{"model": "m", "method": method, "control": "c" if method != OTHER else "none", "n_samples": 10,
+               "seed": seed, "k": "5pct", "k_fraction": 0.05, "edit": "x0", "factor": 0.0, "suite": "s"}
+              for method in (SPECIFIC, BASELINE, OTHER) for seed in SEEDS]
+    return [base, *edited]
+
+
+@pytest.fixture(scope="module")
+def study():
+    """Per-item records of every variant on a task, two subtasks of two groups (one weighted by
+    size, one by subtask) and a bits-per-byte task, with the result rows lm-eval would report."""
+    sizes = {"t": 120, **LEAVES}
+    texts = np.random.default_rng(9).integers(40, 300, size=80).astype(float)
+    rows, items = [], []
+    for i, labels in enumerate(variants()):
+        scores = {task: outcomes(n, 0.7, 100 + j) for j, (task, n) in enumerate(sizes.items())}
+        if labels["method"] != "base":
+            share = {SPECIFIC: 0.35, BASELINE: 0.05, OTHER: 0.5}[labels["method"]]
+            scores = {task: flipped(s, share, 1000 + 10 * i + j) for j, (task, s) in enumerate(scores.items())}
+        loglikelihood = -texts * (1.0 + (0.02 * i if labels["method"] != "base" else 0.0)) \
+            + np.random.default_rng(50 + i).normal(0, 1, size=len(texts))
+        for task, values in scores.items():
+            items += [{**labels, "task": task, "doc_id": d, "metric": "acc,none", "score": v}
+                      for d, v in enumerate(values)]
+            rows.append({**labels, "task": task, "metric": "acc,none", "value": values.mean(), "n": len(values)})
+        pooled = np.concatenate([scores[t] for t in LEAVES])
+        rows.append({**labels, "task": "grp", "metric": "acc,none", "value": pooled.mean()})  # by size
+        rows.append({**labels, "task": "grp_mean", "metric": "acc,none",
+                     "value": np.mean([scores[t].mean() for t in LEAVES])})  # each subtask equally
+        rows.append({**labels, "task": "grp_odd", "metric": "acc,none", "value": pooled.mean() + 0.01})  # neither
+        items += [{**labels, "task": "bpb_x", "doc_id": d, "metric": "bits_per_byte,none", "score": math.nan,
+                   "loglikelihood": ll, "weight": b} for d, (ll, b) in enumerate(zip(loglikelihood, texts))]
+        rows.append({**labels, "task": "bpb_x", "metric": "bits_per_byte,none", "n": len(texts),
+                     "value": -loglikelihood.sum() / (math.log(2) * texts.sum())})
+    groups = {("m", "s"): {"grp": list(LEAVES), "grp_mean": list(LEAVES), "grp_odd": list(LEAVES)}}
+    samples = pd.DataFrame(items)
+    tables = build_tables(pd.DataFrame(rows), pd.DataFrame(columns=["model", "method", "control", "k", "k_fraction",
+                                                                    "n_samples", "seed", "parameter", "layer",
+                                                                    "module", "selected", "numel", "model_parameters"]),
+                          pd.DataFrame(columns=["model", "method", "control", "n_samples", "k", "k_fraction",
+                                                "seed_a", "seed_b", "metric", "value", "size_a", "size_b",
+                                                "intersection"]),
+                          pd.DataFrame(columns=["model", "method", "control", "n_samples", "k", "k_fraction",
+                                                "seed_a", "seed_b", "layer", "module", "numel", "size_a", "size_b",
+                                                "intersection", "union", "jaccard", "overlap_rate"]),
+                          selections={"pruning": {"method": [SPECIFIC, BASELINE, OTHER]}}, samples=samples,
+                          groups=groups, skill="math")
+    return tables["pruning"], samples
+
+
+def scores_of(samples, method, seed, task) -> np.ndarray:
+    rows = samples[(samples["method"] == method) & (samples["task"] == task)]
+    if method != "base":
+        rows = rows[rows["seed"] == seed]
+    return rows.sort_values("doc_id")["score"].to_numpy()
+
+
+def exact_mcnemar(reference: np.ndarray, edited: np.ndarray) -> float:
+    table = [[int(((reference == a) & (edited == b)).sum()) for b in (1, 0)] for a in (1, 0)]
+    return mcnemar(table, exact=True).pvalue
+
+
+def test_each_repeat_is_tested_against_the_unedited_model_and_its_baseline_with_exact_mcnemar(study):
+    (table, _), samples = study
+    base = scores_of(samples, "base", None, "t")
+    for _, row in table[table["task"] == "t"].iterrows():
+        mine = scores_of(samples, row["method"], row["seed"], "t")
+        assert row["n_items"] == len(base)
+        assert (row["lost"], row["gained"]) == (((base == 1) & (mine == 0)).sum(), ((base == 0) & (mine == 1)).sum())
+        assert row["p_value"] == pytest.approx(exact_mcnemar(base, mine), rel=1e-12)
+        assert row["change"] == pytest.approx(mine.mean() - base.mean())
+        assert row["change_low"] <= row["change"] <= row["change_high"]
+        if row["method"] == SPECIFIC:
+            theirs = scores_of(samples, BASELINE, row["seed"], "t")
+            assert row["baseline"] == BASELINE
+            assert row["baseline_change"] == pytest.approx(mine.mean() - theirs.mean())
+            assert row["baseline_p"] == pytest.approx(exact_mcnemar(theirs, mine), rel=1e-12)
+        else:
+            assert pd.isna(row["baseline"]) and pd.isna(row["baseline_p"])
+
+
+def test_holm_adjusts_each_task_and_metrics_rows_together(study):
+    (table, summary), _ = study
+    for frame in (table, summary):
+        for _, part in frame.groupby(["task", "metric"]):
+            tested = part["p_value"].notna()
+            expected = multipletests(part.loc[tested, "p_value"], method="holm")[1]
+            assert np.allclose(part.loc[tested, "p_holm"], expected)
+            both = part["baseline_p"].notna()
+            if both.any():
+                assert np.allclose(part.loc[both, "baseline_p_holm"],
+                                   multipletests(part.loc[both, "baseline_p"], method="holm")[1])
+    assert (summary["significant"] == (summary["p_holm"] < 0.05)).all()
+
+
+def test_the_summary_pools_every_items_repeats(study):
+    (_, summary), samples = study
+    base = scores_of(samples, "base", None, "t")
+    row = summary[(summary["task"] == "t") & (summary["method"] == SPECIFIC)].iloc[0]
+    repeats = [scores_of(samples, SPECIFIC, s, "t") for s in SEEDS]
+    expected = ratio_change(np.mean([r - base for r in repeats], axis=0))
+    assert row["change_mean"] == pytest.approx(expected["change"])
+    assert (row["change_low"], row["change_high"], row["p_value"]) == pytest.approx(
+        (expected["low"], expected["high"], expected["p_value"]))
+    assert row["change_std"] == pytest.approx(np.std([r.mean() - base.mean() for r in repeats], ddof=1))
+    baselines = [scores_of(samples, BASELINE, s, "t") for s in SEEDS]
+    against = ratio_change(np.mean([r - b for r, b in zip(repeats, baselines)], axis=0))
+    assert (row["baseline_change"], row["baseline_p"]) == pytest.approx((against["change"], against["p_value"]))
+
+
+@pytest.mark.parametrize(("group", "weights"), [("grp", "size"), ("grp_mean", "subtask"), ("grp_odd", None)])
+def test_a_group_pairs_its_subtasks_items_weighted_as_its_value_is(study, group, weights):
+    (table, _), samples = study
+    rows = table[table["task"] == group]
+    if weights is None:  # a value neither weighting gives: no statistics rather than wrong ones
+        assert rows["p_value"].isna().all() and rows["change_low"].isna().all()
+        return
+    for _, row in rows.iterrows():
+        base = np.concatenate([scores_of(samples, "base", None, t) for t in LEAVES])
+        mine = np.concatenate([scores_of(samples, row["method"], row["seed"], t) for t in LEAVES])
+        w = np.ones_like(base) if weights == "size" else np.concatenate([np.full(n, 1 / n) for n in LEAVES.values()])
+        expected = ratio_change(w * (mine - base), w)
+        assert row["n_items"] == sum(LEAVES.values())
+        assert expected["change"] == pytest.approx(row["change"])  # the group's own change, recomputed
+        assert (row["change_low"], row["change_high"], row["p_value"]) == pytest.approx(
+            (expected["low"], expected["high"], expected["p_value"]))
+
+
+def test_bits_per_byte_is_paired_per_text_as_a_corpus_ratio(study):
+    (table, _), samples = study
+    base = samples[(samples["method"] == "base") & (samples["task"] == "bpb_x")].sort_values("doc_id")
+    for _, row in table[table["task"] == "bpb_x"].iterrows():
+        mine = samples[(samples["method"] == row["method"]) & (samples["seed"] == row["seed"])
+                       & (samples["task"] == "bpb_x")].sort_values("doc_id")
+        difference = mine["loglikelihood"].to_numpy() - base["loglikelihood"].to_numpy()
+        expected = ratio_change(-difference / math.log(2), base["weight"].to_numpy())
+        assert expected["change"] == pytest.approx(row["change"])  # value - base_value of the corpus ratios
+        assert row["change"] > 0 and row["change_low"] > 0 and row["p_value"] < 1e-3  # every text less likely
+        assert pd.isna(row["lost"]) and pd.isna(row["gained"])
