@@ -7,7 +7,9 @@ implementation (``identify.py`` of "Language-Specific Neurons", ACL 2024):
 1. normalise p over data sets and take its entropy;
 2. drop neurons whose probability exceeds the ``filter_rate`` quantile of all probabilities
    for no data set;
-3. keep the ``top_rate`` fraction of neurons with the lowest entropy;
+3. keep the ``top_rate`` fraction of neurons with the lowest entropy (dropped neurons never:
+   the authors' code gives them infinite entropy, and its top-k can still pick them when fewer
+   neurons survive step 2 than ``top_rate`` asks for; with the defaults the two agree);
 4. a kept neuron is specific to data set d when its p_d exceeds the ``activation_bar_ratio``
    quantile of all probabilities.
 
