@@ -77,6 +77,14 @@ class ActivationStats:
 
     @classmethod
     def load(cls, path: str | Path) -> ActivationStats:
+        """The statistics saved at ``path``; a file cut short or of another kind raises
+        mathneuro.intermediates.DamagedFile naming it and the rule that remakes it."""
+        from mathneuro.intermediates import read
+
+        return read(path, cls._load)
+
+    @classmethod
+    def _load(cls, path: str | Path) -> ActivationStats:
         with safe_open(str(path), framework="pt") as handle:
             raw = (handle.metadata() or {}).get("mathneuro.stats")
         if raw is None:

@@ -133,20 +133,85 @@ def _record_fields(record: Mapping[str, Any], file_source: bool) -> set[str]:
     return fields
 
 
-def _template_problems(key: str, spec: Mapping[str, Any], path: str, record: Mapping[str, Any],
-                       file_source: bool) -> list[str]:
+def _used_fields(key: str, spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(config key, field) of every record field a spec's template and ``id_field`` use."""
     from mathneuro.data import _template_fields
 
-    fields = _record_fields(record, file_source)
     used = [(f"{key}.template", name) for name in _template_fields(spec.get("template") or "{text}")]
     if spec.get("template") is None and spec.get("source") == "synthetic":
         used = []
     if spec.get("id_field"):
         used.append((f"{key}.id_field", spec["id_field"]))
+    return used
+
+
+def _template_problems(key: str, spec: Mapping[str, Any], path: str, record: Mapping[str, Any],
+                       file_source: bool, place: str = "the first record") -> list[str]:
+    fields = _record_fields(record, file_source)
     return [
-        f"{where} uses field {name!r}, but the first record of {path} has fields {sorted(fields)}"
-        for where, name in used if name not in fields
+        f"{where} uses field {name!r}, but {place} of {path} has fields {sorted(fields)}"
+        for where, name in _used_fields(key, spec) if name not in fields
     ]
+
+
+def _line_of(source: str, path: str, index: int, columns) -> str:
+    """Where record ``index`` (from 0) of a file is, for a reader: its line (JSON lines, CSV)."""
+    import csv
+
+    if source == "json":
+        with open(path, encoding="utf-8-sig") as handle:
+            text = handle.read()
+        if not text.lstrip().startswith("["):
+            lines = [n for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
+            return f"record {index + 1} (line {lines[index]})"
+    if source == "csv":
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            for _ in range(index + (0 if columns else 1) + 1):
+                next(reader)
+            return f"record {index + 1} (line {reader.line_num})"
+    return f"record {index + 1}"
+
+
+_RECORD_CHECKS = None
+
+
+def _record_problems(key: str, spec: Mapping[str, Any], source: str, path: str, file_source: bool) -> list[str]:
+    """The template's (and ``id_field``'s) fields missing from the first record of file ``path``
+    that lacks one, named by its line; a file that cannot be read, named with its reader's
+    message. Every record is read once per file content: the verdict is kept by the file's
+    digest (mathneuro.freshness), so a dry run re-reads only files that changed."""
+    from mathneuro.freshness import StoredCache, digest
+    from mathneuro.records import read_records
+
+    global _RECORD_CHECKS
+    if _RECORD_CHECKS is None:
+        _RECORD_CHECKS = StoredCache("record-checks.json")
+    fields = sorted({name for _, name in _used_fields(key, spec)})
+    columns = spec.get("columns")
+
+    def verdict() -> list:
+        try:
+            records = read_records(path, source, columns)
+        except ValueError as err:
+            return [None, str(err)]
+        if not records:
+            return [None, f"{path} has no records"]
+        for index, record in enumerate(records):
+            if not set(fields) <= _record_fields(record, file_source):
+                return [index, sorted(_record_fields(record, file_source))]
+        return []
+
+    cache_key = f"{digest(path)}|{source}|{columns}|{fields}|{file_source}"
+    found = _RECORD_CHECKS.get(cache_key, verdict)
+    if not found:
+        return []
+    index, detail = found
+    if index is None:
+        return [f"{key}: {detail}"]
+    place, has = _line_of(source, path, index, columns), set(detail)
+    return [f"{where} uses field {name!r}, but {place} of {path} has fields {detail}"
+            for where, name in _used_fields(key, spec) if name not in has]
 
 
 def _read_first(source: str, path: str, made: Mapping[str, Any], columns=None) -> dict[str, Any] | None:
@@ -210,12 +275,13 @@ def check_data(datasets: Mapping[str, Mapping[str, Any]], local_data: Mapping[st
             read = {}
             for where, pattern in [(f"{key}.path", spec["path"])] + ([(f"{key}.heldout.path", held)] if held else []):
                 files = read[where] = files_of(where, str(pattern))
-                if files:
-                    record = _read_first(source, files[0], made, spec.get("columns"))
-                    if record is None:
-                        problems.append(f"{where}: {files[0]} has no records")
+                for file in files:
+                    if file in made:  # the workflow writes it: the record it stands for
+                        record = made[file]
+                        problems += ([f"{where}: {file} has no records"] if record is None else
+                                     _template_problems(key, spec, file, record, file_source=True))
                     else:
-                        problems += _template_problems(key, spec, files[0], record, file_source=True)
+                        problems += _record_problems(key, spec, source, file, file_source=True)
             shared = sorted(set(read.get(f"{key}.path", [])) & set(read.get(f"{key}.heldout.path", [])))
             if shared:
                 problems.append(f"{key}.heldout.path matches {shared[0]}, a file its path reads too: the held-out "
@@ -235,11 +301,12 @@ def check_data(datasets: Mapping[str, Mapping[str, Any]], local_data: Mapping[st
                      _files(str(patterns[0]).replace("{name}", config_names(spec)[0] or ""), made)]
             if first and not _file_problem(first[0], made):
                 builder = {".csv": "csv", ".parquet": "parquet"}.get(Path(first[0]).suffix, "json")
-                record = _read_first(builder, first[0], made)
-                if record is None:
-                    problems.append(f"{key}: its local file {first[0]} has no records")
+                if first[0] in made:
+                    record = made[first[0]]
+                    problems += ([f"{key}: its local file {first[0]} has no records"] if record is None else
+                                 _template_problems(key, spec, first[0], record, file_source=False))
                 else:
-                    problems += _template_problems(key, spec, first[0], record, file_source=False)
+                    problems += _record_problems(key, spec, builder, first[0], file_source=False)
     return list(dict.fromkeys(problems))
 
 
@@ -251,7 +318,8 @@ def unknown_tasks(suites: Mapping[str, Mapping[str, Any]], known: Callable[[str]
     ]
 
 
-def _cache_dir() -> Path:
+def cache_folder() -> Path:
+    """The project's cache folder: ``$MATHNEURO_CACHE``, or ``mathneuro`` in the user's cache."""
     import os
 
     root = os.environ.get("MATHNEURO_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mathneuro"
@@ -266,7 +334,7 @@ def lm_eval_cache_file(cache_dir: str | Path | None = None) -> Path:
 
     where = str(Path(find_spec("lm_eval").origin).resolve().parent)  # without importing lm-eval
     tag = hashlib.sha256(where.encode()).hexdigest()[:12]
-    cache = Path(cache_dir) if cache_dir is not None else _cache_dir()
+    cache = Path(cache_dir) if cache_dir is not None else cache_folder()
     return cache / f"lm_eval_tasks-{version('lm-eval')}-{tag}.json"
 
 

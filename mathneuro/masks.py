@@ -141,6 +141,14 @@ class ParameterMask(Mapping[str, torch.Tensor]):
 
     @classmethod
     def load(cls, path: str | Path) -> ParameterMask:
+        """The mask saved at ``path``; a file cut short or not a mask raises
+        mathneuro.intermediates.DamagedFile naming it and the rule that remakes it."""
+        from mathneuro.intermediates import read
+
+        return read(path, cls._load)
+
+    @classmethod
+    def _load(cls, path: str | Path) -> ParameterMask:
         with safe_open(str(path), framework="pt") as handle:
             metadata = handle.metadata() or {}
         if _SHAPES_KEY not in metadata:

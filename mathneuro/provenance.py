@@ -39,8 +39,7 @@ def project_version() -> str:
         return "unknown"
 
 
-@cache
-def module_hash(path: str | Path) -> str:
+def code_hash(path: str | Path) -> str:
     """A hash of a module's code that ignores docstrings, comments and formatting."""
     tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     for node in ast.walk(tree):
@@ -49,6 +48,9 @@ def module_hash(path: str | Path) -> str:
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
     return hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest()[:16]
+
+
+module_hash = cache(code_hash)  # an imported module's code does not change within a process
 
 
 def fingerprint() -> dict:

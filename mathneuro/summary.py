@@ -355,10 +355,11 @@ def report(folder: str | Path, skill: str | None = None) -> str:
     if skill is None:  # the study's skill labels its rows (tables of older runs: the tasks' name)
         labelled = pruning["skill"].dropna() if "skill" in pruning else pd.Series(dtype=str)
         skill = str(labelled.iloc[0]) if len(labelled) else "math"
-    model = str(pruning["model"].iloc[0])
+    labelled = [t["model"] for t in (pruning, share) if t is not None and len(t)]
+    model = str(labelled[0].iloc[0]) if labelled else "(no results)"
     hidden = _hidden_size(folder, model)
     written = datetime.fromtimestamp((folder / "pruning_summary.parquet").stat().st_mtime, timezone.utc)
-    repeats = int(pruning["n_repeats"].max())
+    repeats = int(pruning["n_repeats"].max()) if len(pruning) else 0
     averaged = f"means of {repeats} repeats" if repeats > 1 else "one repeat"
     parts = [f"Tables: `{folder}` (model {model}), written {written:%Y-%m-%d %H:%M} UTC; printed on "
              f"{_machine()}. Values: % of the test items (bits per byte as they are: lower is better), "

@@ -87,7 +87,8 @@ def pair_overlaps(masks: Mapping[int, ParameterMask], **labels) -> pd.DataFrame:
             rows.append({**labels, "seed_a": seed_a, "seed_b": seed_b, "metric": metric,
                          "value": float(stats[metric]), "size_a": stats["size_a"], "size_b": stats["size_b"],
                          "intersection": stats["intersection"]})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=[*labels, "seed_a", "seed_b", "metric", "value", "size_a", "size_b",
+                                       "intersection"])
 
 
 OVERLAP_COUNTS = ["numel", "size_a", "size_b", "intersection", "union"]
@@ -232,6 +233,14 @@ def edit_tables(table: pd.DataFrame, outcomes: Mapping, groups: Mapping) -> tupl
     return repeat_statistics(table, outcomes, groups), summary_statistics(summary, table, outcomes, groups)
 
 
+def read_tables(paths: Sequence[str]) -> pd.DataFrame:
+    """The per-job tables at ``paths`` one after the other; an empty frame for none (an analysis
+    that is off reads no files)."""
+    from mathneuro.intermediates import read
+
+    return pd.concat([read(p, pd.read_parquet) for p in paths], ignore_index=True) if paths else pd.DataFrame()
+
+
 def build_tables(
     evaluations: pd.DataFrame,
     counts: pd.DataFrame,
@@ -263,6 +272,14 @@ def build_tables(
     edited["skill_task"] = edited["task"].map(lambda t: any(t == s or t.startswith(s + "_") for s in skill_tasks))
     outcomes = item_outcomes(labelled(samples, SAMPLE_COLUMNS, skill)) if samples is not None else {}
     edits = {name: select(edited, allowed) for name, allowed in selections.items()}
+    labels = {"model": "", "method": "", "control": "", "n_samples": 0, "k": "", "k_fraction": 0.0}
+    if counts.empty:  # a study whose analyses are all off: tables without rows, never a crash
+        counts = pd.DataFrame(columns=["parameter", "layer", "module", "selected", "numel", *labels, "seed",
+                                       "model_parameters"])
+    if consistency.empty:
+        consistency = pair_overlaps({}, **labels)
+    if layer_overlaps.empty:
+        layer_overlaps = pair_layer_overlaps({}, **labels)
     counts = with_control_k(counts).drop_duplicates(
         subset=["model", "method", "control", "k", "control_k_fraction", "n_samples", "seed", "parameter"])
     consistency, layer_overlaps = with_control_k(consistency), with_control_k(layer_overlaps)

@@ -37,6 +37,7 @@ rule aggregate:
         runtime=10,
     params:
         **study.aggregate_params(),
+        code=code("aggregate.py"),
         base_evaluations=base_evaluations(),  # (model, suite) of each base_results file
     script:
         "../workflow_scripts/aggregate.py"
@@ -76,5 +77,7 @@ rule plots:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        code=code("plots.py"),
     script:
         "../workflow_scripts/plots.py"

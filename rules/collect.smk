@@ -24,6 +24,8 @@ rule collect_activations:
         mem_mb=model_job_mem_mb,
         runtime=runtime_min(5),
     params:
+        code=code("collect_activations.py"),
+        content=content(model_paths, dataset_paths),
         model=model_params,
         spec=lambda wc: study.data.spec(wc.dataset, wc.n, wc.seed),
         local_data=dataset_local_data,

@@ -3,11 +3,15 @@ params the stages share. What follows from the config (its checks, the analyses'
 files a data set reads, what a job loads) is mathneuro.study's."""
 
 import re
+import sys
 from importlib.metadata import version
+from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 from snakemake.utils import validate
 
+from mathneuro import freshness
 from mathneuro.analyses import FIGURES, REPORT_CATEGORIES, TABLES
 from mathneuro.configs import compose
 from mathneuro.methods import METHODS, SPECIFIC, TOP_K, made_methods, sources
@@ -33,12 +37,26 @@ config.update(_composed)
 validate(config, "../schemas/config.schema.yaml")  # fills in the schema's defaults
 RESULTS = "results"
 study = Study(config, RESULTS)
-# Before any job, and whatever is already computed: cross-references, then what the config names
-# outside itself (data files and their fields, GGUF files, tasks).
-for _check in (study.problems, study.input_problems):
+# Before any job, and whatever is already computed (Snakemake would fall back on finished outputs
+# where a job cannot be built): cross-references, then what the config names outside itself (data
+# files and every record's fields, models, GGUF files, task folders, tasks) and, offline, whether the
+# hub cache holds what the jobs read; not for `snakemake prefetch`, which is how it gets there.
+_prefetching = "prefetch" in sys.argv[1:]
+for _check in (
+    study.problems,
+    lambda: study.input_problems(hub_cache=not _prefetching),
+):
     if _problems := _check():
         config_error("\n  ".join(_problems))
 LM_EVAL_VERSION = version("lm-eval")  # task definitions change with it
+
+# Reruns by content, never by clock (mathneuro.freshness): times that a copy or a touch moved
+# away from the jobs that wrote the files are set back first.
+if _settled := freshness.settle_times():
+    logger.info(
+        f"{len(_settled)} finished outputs were newer than the jobs that wrote them (a copy or a "
+        "touch): their times are set back to those jobs' ends"
+    )
 
 
 wildcard_constraints:
@@ -147,9 +165,54 @@ def per(wildcard, function):
     return lambda wildcards: function(getattr(wildcards, wildcard))
 
 
-def model_input(wildcards):
-    folder = study.models.folder(wildcards.model)
+def flat(paths):
+    """The paths of an input function's value: a list, or a dict of lists."""
+    return (
+        [p for part in paths.values() for p in part]
+        if isinstance(paths, dict)
+        else list(paths)
+    )
+
+
+def by_content(function):
+    """An input function: ``function``'s paths, those outside results/ marked ancient (their times
+    never rerun a job; the job's ``content`` param holds their digests), the workflow's own as
+    they are (a dict of lists stays one)."""
+
+    def inputs(wildcards):
+        paths = function(wildcards)
+        outside = set(study.external(flat(paths)))
+        mark = lambda part: [ancient(p) if p in outside else p for p in part]
+        if isinstance(paths, dict):
+            return {name: mark(part) for name, part in paths.items()}
+        return mark(paths)
+
+    return inputs
+
+
+def content(*functions):
+    """A ``content`` param: the digests of the files outside results/ that ``functions`` name."""
+    return lambda wc: freshness.digests(
+        p for f in functions for p in study.external(flat(f(wc)))
+    )
+
+
+def code(script):
+    """A ``code`` param: the digest of a rule's script, which reruns its jobs when it changes
+    (profiles/default leaves out Snakemake's code trigger: it goes by the script's time).
+    """
+    return freshness.script_digest(Path(workflow.basedir) / "workflow_scripts" / script)
+
+
+def model_paths(wildcards):
+    """The folder a job loads its model from: the workflow's (toy, random, GGUF), or a local
+    one; nothing for a hub model."""
+    label = wildcards.model
+    folder = study.models.folder(label) or study.models.local_folder(label)
     return [folder] if folder else []
+
+
+model_input = by_content(model_paths)
 
 
 def models_built_as(kind):
@@ -160,7 +223,10 @@ def models_built_as(kind):
 model_params = per("model", study.models.params)
 gpus = per("model", lambda model: study.models[model]["gpus"])
 model_threads = per("model", lambda model: study.models[model]["threads"])
-gguf_file = per("model", study.models.gguf_files)
+
+
+gguf_paths = per("model", study.models.gguf_files)
+gguf_file = by_content(gguf_paths)
 
 
 # Memory and time grow with the attempt (profiles/slurm: retries).
@@ -183,12 +249,22 @@ def runtime_min(per_billion, floor=10):
 model_job_mem_mb, weights_job_mem_mb = mem_mb(3000), mem_mb(4000)
 
 
-dataset_input = per("dataset", study.data.files)
+dataset_paths = per("dataset", study.data.files)
+dataset_input = by_content(dataset_paths)
 dataset_local_data = per("dataset", study.data.local_data_of)
-bpb_inputs = per("suite", study.suites.bpb_files)
+release_paths = per("hub", lambda hub: [study.data.releases[hub]])
+
+
+def random_model_data(wildcards):
+    return [f for d in study.datasets for f in study.data.files(d)]
+
+
+bpb_paths = per("suite", study.suites.bpb_files)
+bpb_inputs = by_content(bpb_paths)
 bpb_params = per("suite", study.suites.bpb_params)
 suite = per("suite", study.suites.spec)
-suite_inputs = per("suite", study.suites.inputs)
+suite_paths = per("suite", study.suites.inputs)
+suite_inputs = by_content(suite_paths)
 suite_lm_eval = per("suite", lambda s: study.suites.lm_eval(s, LM_EVAL_VERSION))
 
 
@@ -215,6 +291,12 @@ def set_inputs(wildcards):
     needs = sources(wc.method, wc.skill, wc.control)
     inputs = {kind: [path_of[kind](x) for x in names] for kind, names in needs.items()}
     return inputs | ({"model": model_input(wc)} if "statistics" in needs else {})
+
+
+def set_model_paths(wildcards):
+    """The model folder a set's method reads (those that read statistics), else nothing."""
+    needs = sources(wildcards.method, wildcards.skill, wildcards.control)
+    return model_paths(wildcards) if "statistics" in needs else []
 
 
 # What rule all and aggregate read ----------------------------------------------------------------

@@ -17,6 +17,7 @@ rule synthetic_data:
         mem_mb=1000,
         runtime=10,
     params:
+        code=code("synthetic_data.py"),
         n_train=lambda wc: config["synthetic"]["tasks"][wc.task]["n_train"],
         n_test=lambda wc: config["synthetic"]["tasks"][wc.task]["n_test"],
         seed=config.get("synthetic", {}).get("seed"),
@@ -27,7 +28,7 @@ rule synthetic_data:
 rule mmlu_records:
     """MMLU's original release (CSV) as cais/mmlu hub records, for local_data.<id>.mmlu_release."""
     input:
-        lambda wc: study.data.releases[wc.hub],
+        by_content(release_paths),
     output:
         directory(study.data.release_dir("{hub}")),
     log:
@@ -42,6 +43,9 @@ rule mmlu_records:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        code=code("mmlu_records.py"),
+        content=content(release_paths),
     script:
         "../workflow_scripts/mmlu_records.py"
 
@@ -66,6 +70,8 @@ rule suite_tasks:
         mem_mb=2000,
         runtime=10,
     params:
+        code=code("suite_tasks.py"),
+        content=content(suite_paths, bpb_paths),
         tasks=lambda wc: study.suites.tasks(wc.suite),
         lm_eval=suite_lm_eval,
         bpb=bpb_params,

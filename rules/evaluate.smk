@@ -25,6 +25,8 @@ rule evaluate_base:
         mem_mb=model_job_mem_mb,
         runtime=runtime_min(30),
     params:
+        code=code("evaluate.py"),
+        content=content(model_paths),
         model=model_params,
         suite=suite,
         batch_size=lambda wc: study.models[wc.model]["eval_batch_size"],
@@ -69,6 +71,8 @@ rule evaluate:
         mem_mb=model_job_mem_mb,
         runtime=runtime_min(30),
     params:
+        code=code("evaluate.py"),
+        content=content(model_paths),
         model=model_params,
         suite=suite,
         batch_size=lambda wc: study.models[wc.model]["eval_batch_size"],

@@ -25,6 +25,7 @@ rule train_toy_model:
         mem_mb=4000,
         runtime=30,
     params:
+        code=code("train_toy_model.py"),
         tasks=study.data.synthetic_tasks(trained=True),
         hyperparameters=canonical(config["toy_model"]),
     script:
@@ -33,7 +34,7 @@ rule train_toy_model:
 
 rule random_model:
     input:
-        data=[f for d in study.datasets for f in study.data.files(d)],
+        data=by_content(random_model_data),
     output:
         directory(f"{RESULTS}/models/{{model}}"),
     log:
@@ -50,6 +51,8 @@ rule random_model:
         mem_mb=weights_job_mem_mb,
         runtime=30,
     params:
+        code=code("random_model.py"),
+        content=content(random_model_data),
         architecture=lambda wc: canonical(study.models[wc.model]["architecture"]),
         specs={d: canonical(config["datasets"][d]) for d in study.datasets},
         local_data=study.data.local_data,
@@ -78,6 +81,8 @@ rule dequantize_gguf:
         mem_mb=weights_job_mem_mb,
         runtime=runtime_min(30),
     params:
+        code=code("dequantize_gguf.py"),
+        content=content(gguf_paths),
         path=lambda wc: study.models[wc.model]["path"],
         file=lambda wc: study.models[wc.model]["gguf"],
         revision=lambda wc: study.models[wc.model]["revision"],
@@ -108,6 +113,8 @@ rule export_model:
         mem_mb=weights_job_mem_mb,
         runtime=runtime_min(10),
     params:
+        code=code("export_model.py"),
+        content=content(model_paths),
         model=model_params,
         factor=lambda wc: study.edits[wc.edit],
     script:

@@ -22,5 +22,6 @@ rule prefetch:
         runtime=120,
     params:
         **study.prefetch(),
+        code=code("prefetch.py"),
     script:
         "../workflow_scripts/prefetch.py"

@@ -27,6 +27,8 @@ rule top_k:
         mem_mb=weights_job_mem_mb,
         runtime=runtime_min(5),
     params:
+        code=code("top_k.py"),
+        content=content(model_paths),
         model=model_params,
         fraction=lambda wc: study.k.fraction(wc.k),
         scope=config["identification"]["scope"],
@@ -67,6 +69,8 @@ rule select_set:
         mem_mb=weights_job_mem_mb,
         runtime=runtime_min(5),
     params:
+        code=code("select_set.py"),
+        content=content(set_model_paths),
         inputs=lambda wc: study.set_params(wc.method, wc.model),
         labels=set_labels,
     script:
@@ -97,6 +101,7 @@ rule consistency:
         mem_mb=weights_job_mem_mb,
         runtime=runtime_min(2),
     params:
+        code=code("consistency.py"),
         seeds=study.consistency["seeds"],
         k=study.consistency["k"],
         fraction=study.k.fractions[study.consistency["k"]],
@@ -159,6 +164,7 @@ if study.subskills:
             mem_mb=weights_job_mem_mb,
             runtime=runtime_min(2),
         params:
+            code=code("subskill_overlap.py"),
             skills=list(study.subskills.sets()),
             labels=lambda wc: {
                 "model": wc.model,

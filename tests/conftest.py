@@ -40,6 +40,27 @@ def char_tokenizer() -> PreTrainedTokenizerFast:
     )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def hub_cache(tmp_path_factory):
+    """A Hugging Face hub cache holding (empty) every hub model and data set the shipped configs
+    name, as `snakemake prefetch` would leave it: the offline paper configs' dry runs pass the
+    workflow's cache check against it, and no test reads the machine's own cache."""
+    import os
+
+    from dag import fake_hub_cache
+
+    repo = Path(__file__).resolve().parents[1]
+    configs = sorted((repo / "configs").rglob("*.yaml"))
+    folder = fake_hub_cache(tmp_path_factory.mktemp("hub_cache"), [c for c in configs if c.name != "paper.yaml"])
+    before = os.environ.get("HF_HUB_CACHE")
+    os.environ["HF_HUB_CACHE"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("HF_HUB_CACHE", None)
+    else:
+        os.environ["HF_HUB_CACHE"] = before
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """Tiny models train and run faster on one thread than on two busy shared cores."""

@@ -16,10 +16,20 @@ REPO = Path(__file__).resolve().parents[1]
 ALWAYS = {"aggregate", "plots", "all"}  # rerun whenever the study's set of results changes
 
 
-def snakemake(workdir: Path, configfile: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+def code_env(repo: Path) -> dict[str, str]:
+    """The environment that runs the workflow of checkout ``repo`` with that checkout's library."""
+    env = dict(os.environ)
+    if repo != REPO:
+        env["PYTHONPATH"] = os.pathsep.join([str(repo), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def snakemake(workdir: Path, configfile: Path, *args: str, check: bool = True,
+              repo: Path = REPO) -> subprocess.CompletedProcess:
+    """Snakemake on the workflow of checkout ``repo`` (this one by default) in ``workdir``."""
+    command = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--directory", str(workdir),
                "--configfile", str(configfile), *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=code_env(repo))
     if check and done.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
     return done
@@ -59,9 +69,9 @@ def parse_jobs(text: str) -> list[Job]:
     return jobs
 
 
-def planned(workdir: Path, configfile: Path, *args: str) -> list[Job]:
+def planned(workdir: Path, configfile: Path, *args: str, repo: Path = REPO) -> list[Job]:
     """The jobs `snakemake -n` would run in ``workdir`` (``--forceall`` among ``args``: every job)."""
-    done = snakemake(workdir, configfile, "-n", *args)
+    done = snakemake(workdir, configfile, "-n", *args, repo=repo)
     return parse_jobs(done.stdout + done.stderr)
 
 
@@ -75,16 +85,16 @@ def descendants(jobs: list[Job], roots: set[Job]) -> set[Job]:
     return found
 
 
-# `snakemake --touch` records each job as finished (params, code, inputs) without running it, but
-# sleeps 0.1 s per job to space out file times; fake_finished_run spaces them itself.
+# `snakemake --touch --forceall` records each job as finished (params, code, inputs) without
+# running it, but sleeps 0.1 s per job to space out file times; fake_finished_run spaces them itself.
 TOUCH = ("import sys, snakemake.executors.touch as touch; touch.Executor.SLEEPING_TIME = 0; "
          "from snakemake.cli import main; sys.argv[0] = 'snakemake'; main()")
 
 
-def fake_finished_run(workdir: Path, configfile: Path) -> list[Job]:
+def fake_finished_run(workdir: Path, configfile: Path, repo: Path = REPO) -> list[Job]:
     """A finished run without running a job: every output created (empty files; folders for
     outputs without a suffix) with times that follow the DAG, then recorded by `--touch`."""
-    jobs = planned(workdir, configfile, "--forceall")
+    jobs = planned(workdir, configfile, "--forceall", repo=repo)
     producer = {f: job for job in jobs for f in job.outputs}
     depth: dict[Job, int] = {}
 
@@ -103,10 +113,38 @@ def fake_finished_run(workdir: Path, configfile: Path) -> list[Job]:
             else:
                 path.mkdir(parents=True, exist_ok=True)
             os.utime(path, (start + level(job), start + level(job)))
-    command = [sys.executable, "-c", TOUCH, "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
-               "--configfile", str(configfile), "--touch", "--cores", "1", "--quiet"]
-    subprocess.run(command, check=True, capture_output=True, timeout=600)
+    command = [sys.executable, "-c", TOUCH, "-s", str(repo / "Snakefile"), "--directory", str(workdir),
+               "--configfile", str(configfile), "--touch", "--forceall", "--cores", "1", "--quiet"]
+    subprocess.run(command, check=True, capture_output=True, timeout=1200, env=code_env(repo))
     return jobs
+
+
+def fake_hub_cache(folder: Path, configfiles: list[Path]) -> Path:
+    """A Hugging Face hub cache in ``folder`` holding every hub model (its ``config.json``, or its
+    GGUF file) and hub data set the configs name, as ``snakemake prefetch`` would leave it, each
+    file empty: offline configs then pass the workflow's cache check (mathneuro.hub) in dry runs.
+    Set ``HF_HUB_CACHE`` to it."""
+    from snakemake.utils import validate
+
+    from mathneuro.configs import compose
+    from mathneuro.study import Study
+
+    for configfile in configfiles:
+        config = compose([configfile])
+        validate(config, str(REPO / "schemas" / "config.schema.yaml"))
+        study = Study(config)
+        repos = [("model", m["path"], m.get("revision"), m.get("gguf") or "config.json")
+                 for m in config["models"].values() if m["path"] not in ("toy", "random")
+                 and not Path(m["path"]).is_dir()]
+        repos += [("dataset", d["path"], d.get("revision"), "README.md") for d in study.data.hub(study.all_datasets())]
+        for kind, repo, revision, file in repos:
+            root = folder / f"{kind}s--{repo.replace('/', '--')}"
+            commit = revision or "0" * 40
+            (root / "snapshots" / commit).mkdir(parents=True, exist_ok=True)
+            (root / "snapshots" / commit / file).touch()
+            (root / "refs").mkdir(exist_ok=True)
+            (root / "refs" / "main").write_text(commit)
+    return folder
 
 
 def write_config(path: Path, config: dict) -> Path:

@@ -97,6 +97,7 @@ OTHER_MEANINGS = [
     ("mathneuro/provenance.py", '"mathneuro"'),  # the package's name
     ("mathneuro/logs.py", '"mathneuro"'),
     ("mathneuro/configs.py", '/ "mathneuro"'),
+    ("mathneuro/intermediates.py", '"topk": "top_k"'),  # the folder of the TopK sets (rules/common.smk's paths)
     ("mathneuro/__init__.py", '"lape_mask": "lape"'),  # the module lape.py
     ("mathneuro/__init__.py", "module 'mathneuro'"),
 ]

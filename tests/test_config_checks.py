@@ -330,3 +330,187 @@ def test_a_gguf_model_names_a_file_transformers_reads(tmp_path, case):
         assert problems == []
     else:
         assert len(problems) == 1 and all(word in problems[0] for word in named), problems
+
+
+# --- Settings that leave an analysis empty: refused, or the analysis skipped ------------------------
+
+
+def analysis_lists(config: dict) -> list[str]:
+    """Every list-valued key of the analyses' sections (and `methods`), as dotted keys."""
+    sections = ["methods", "pruning", "scaling", "consistency", "data_efficiency", "subskills"]
+    keys = ["methods"] if isinstance(config.get("methods"), list) else []
+    for section in sections[1:]:
+        keys += [f"{section}.{key}" for key, value in (config.get(section) or {}).items() if isinstance(value, list)]
+    return keys
+
+
+@pytest.mark.parametrize("key", analysis_lists(__import__("mathneuro.configs", fromlist=["compose"]).compose([TINY])))
+def test_an_empty_list_is_refused_naming_it_or_accepted_as_that_part_skipped(key):
+    """Either the schema or the cross-reference checks name the key, or the study is valid: then
+    the run with every such list empty (below) shows that nothing crashes."""
+    from snakemake.utils import validate
+
+    from mathneuro.configs import compose
+    from mathneuro.study import Study
+
+    config = compose([TINY])
+    section, _, name = key.partition(".")
+    (config[section].__setitem__(name, []) if name else config.__setitem__(section, []))
+    try:
+        validate(config, str(REPO / "schemas" / "config.schema.yaml"))
+    except Exception as err:  # the schema refuses it, naming the key's last part
+        assert (name or section) in str(err), str(err)
+        return
+    problems = Study(config).problems()
+    assert all(key.split(".")[0] in p for p in problems), problems
+
+
+@pytest.mark.workflow
+def test_a_study_with_every_analysis_it_may_skip_skipped_runs_to_empty_tables(tmp_path):
+    """Every list the schema lets be empty, empty at once: the unedited model is evaluated, and
+    aggregate and plots write every table (without rows) and figure ("no ... in this study")."""
+    from snakemake.utils import validate
+
+    from mathneuro.analyses import FIGURES, TABLES
+    from mathneuro.configs import compose
+
+    config = compose([TINY])
+    config.pop("subskills")
+    for key in analysis_lists(config):
+        section, _, name = key.partition(".")
+        trial = compose([TINY])
+        trial.pop("subskills")
+        (trial[section].__setitem__(name, []) if name else trial.__setitem__(section, []))
+        try:
+            validate(trial, str(REPO / "schemas" / "config.schema.yaml"))
+        except Exception:
+            continue
+        (config[section].__setitem__(name, []) if name else config.__setitem__(section, []))
+    assert config["pruning"]["k"] == [] and config["consistency"]["n_samples"] == []
+    configfile = write_config(tmp_path / "off.yaml", config)
+    snakemake(tmp_path / "work", configfile, "--cores", "2")
+    tables = tmp_path / "work" / "results" / "tables" / config["study"]
+    skipped = {"pruning", "scaling", "data_efficiency", "consistency", "layer_overlap", "subskills", "subskill_overlap"}
+    for name in TABLES:  # the sets at consistency.k are still made: layers and share count them
+        assert pd.read_parquet(tables / f"{name}.parquet").empty == (name in skipped), name
+    assert all((tables / "plots" / f"{figure}.png").is_file() for figure in FIGURES)
+    import subprocess
+    import sys
+
+    printed = subprocess.run([sys.executable, "-m", "mathneuro.summary", str(tables)], capture_output=True, text=True)
+    assert printed.returncode == 0, printed.stderr
+
+
+# --- Records: every one of a data file holds the template's fields, checked once per content -------
+
+
+def test_a_later_record_without_a_template_field_is_named_by_its_line(tmp_path, monkeypatch):
+    from mathneuro import configs
+    from mathneuro.freshness import StoredCache
+
+    monkeypatch.setattr(configs, "_RECORD_CHECKS", StoredCache("checks.json", tmp_path / "cache"))
+    path = tmp_path / "data.jsonl"
+    path.write_text(json.dumps(RECORD) + "\n\n" + json.dumps(RECORD) + "\n" + json.dumps({"question": "no answer"}) + "\n")
+    spec = {"source": "json", "path": str(path), "template": "{question} {answer}"}
+    problems = check_data({"math": spec}, {})
+    assert len(problems) == 1 and "'answer'" in problems[0] and "record 3 (line 4)" in problems[0], problems
+    reads = []
+    original = configs.__dict__.get("_record_problems")
+    import mathneuro.records as records
+
+    real = records.read_records
+    monkeypatch.setattr(records, "read_records", lambda *a, **k: reads.append(a) or real(*a, **k))
+    assert check_data({"math": spec}, {}) == problems and reads == []  # the verdict of this content, kept
+    path.write_text(json.dumps(RECORD) + "\n")
+    assert check_data({"math": spec}, {}) == [] and len(reads) == 1  # new content: read again
+    assert original is not None
+
+
+# --- Where models, GGUF files, data sets and task folders are: here, or in the hub's cache ----------
+
+
+def hub_entry(cache: Path, kind: str, repo: str, file: str) -> None:
+    """An entry of a Hugging Face hub cache, as snakemake prefetch leaves it."""
+    root = cache / f"{kind}s--{repo.replace('/', '--')}"
+    (root / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    (root / "snapshots" / ("0" * 40) / file).touch()
+    (root / "refs").mkdir()
+    (root / "refs" / "main").write_text("0" * 40)
+
+
+def models_part(specs: dict, offline: bool):
+    from mathneuro.study import Models
+
+    base = {"revision": None, "dtype": "float32", "device": "cpu", "gpus": 0, "size_b": 0.001, "threads": 1}
+    return Models({label: {**base, **spec} for label, spec in specs.items()}, offline=offline)
+
+
+# (model spec, offline) -> the words the problem names (None: no problem); the cache holds org/cached
+# (config.json) and org/quantized (tiny.gguf)
+LOCATIONS = {
+    "a local folder that is not there": ({"path": "./no/such/model"}, False, ["models.m.path", "no/such/model"]),
+    "a local folder that is there": ({"path": "{tmp}"}, True, None),
+    "a hub model, online": ({"path": "org/absent"}, False, None),
+    "a hub model, offline, cached": ({"path": "org/cached"}, True, None),
+    "a hub model, offline, not cached": ({"path": "org/absent"}, True,
+                                         ["models.m.path", "org/absent", "{cache}", "snakemake prefetch"]),
+    "a GGUF file in a folder that is not there": ({"path": "../no/folder", "gguf": "m.gguf"}, False,
+                                                  ["models.m.path", "no/folder"]),
+    "a GGUF file of a hub repository, offline, cached": ({"path": "org/quantized", "gguf": "tiny.gguf"}, True, None),
+    "a GGUF file of a hub repository, offline, not cached": ({"path": "org/quantized", "gguf": "other.gguf"}, True,
+                                                            ["models.m.gguf", "other.gguf", "{cache}"]),
+}
+
+
+@pytest.mark.parametrize("case", LOCATIONS)
+def test_a_model_that_is_neither_here_nor_reachable_is_named_with_where_it_was_looked_for(tmp_path, monkeypatch,
+                                                                                           case):
+    cache = tmp_path / "hub"
+    hub_entry(cache, "model", "org/cached", "config.json")
+    hub_entry(cache, "model", "org/quantized", "tiny.gguf")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    spec, offline, named = LOCATIONS[case]
+    spec = {k: v.format(tmp=tmp_path) for k, v in spec.items()}
+    models = models_part({"m": spec}, offline)
+    problems = models.location_problems() + [p for p in [models.cache_problem("m")] if p]
+    if named is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and all(w.format(cache=cache) in problems[0] for w in named), problems
+
+
+def test_a_hub_data_set_offline_must_be_cached_or_local_and_a_task_folder_must_be_there(tmp_path, monkeypatch):
+    from mathneuro.study import Data, Suites
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    hub_entry(tmp_path / "hub", "dataset", "org/cached", "README.md")
+    config = {"datasets": {"a": {"source": "hf", "path": "org/cached"}, "b": {"source": "hf", "path": "org/absent"},
+                           "c": {"source": "hf", "path": "org/local"}},
+              "local_data": {"org/local": {"files": {"train": "x.jsonl"}, "aliases": []}}}
+    data = Data(config)
+    assert data.cache_problem("a", offline=True) is None and data.cache_problem("c", offline=True) is None
+    assert data.cache_problem("b", offline=False) is None
+    problem = data.cache_problem("b", offline=True)
+    assert "datasets.b.path" in problem and "org/absent" in problem and str(tmp_path / "hub") in problem
+    evaluation = {"suites": {"s": {"tasks": ["toy_math"]}}, "include_path": str(tmp_path / "missing"),
+                  "heldout_split": "test", "skill_tasks": None}
+    problems = Suites(evaluation, data, "math").input_problems(known_task=lambda task: True)
+    assert problems and "evaluation.include_path" in problems[0] and "missing" in problems[0]
+
+
+@pytest.mark.workflow
+def test_an_offline_hub_model_not_in_the_cache_stops_every_target_but_prefetch(finished_tiny, tmp_path):
+    """The dry run fails naming the model and the cache, before any job and deleting nothing;
+    `snakemake prefetch`, which is how the model gets there, still plans."""
+    from mathneuro.configs import compose
+
+    workdir, _ = finished_tiny
+    config = compose([TINY])
+    config["offline"] = True
+    config["models"]["toy"]["path"] = "org/not-fetched"
+    configfile = write_config(tmp_path / "offline.yaml", config)
+    before = stamps(workdir)
+    done = snakemake(workdir, configfile, "-n", check=False)
+    assert done.returncode != 0 and "org/not-fetched" in done.stdout + done.stderr
+    assert "snakemake prefetch" in done.stdout + done.stderr and stamps(workdir) == before
+    assert {j.rule for j in planned(workdir, configfile, "prefetch")} == {"prefetch"}

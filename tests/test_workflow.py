@@ -620,3 +620,34 @@ def test_lint_and_format_are_clean():
     fmt = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules"], cwd=REPO,
                          capture_output=True, text=True)
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+
+
+def test_a_damaged_mask_stops_its_reader_naming_it_and_deleting_it_remakes_only_what_depends_on_it(run, tmp_path):
+    """A mask cut short: the next job that reads it (an evaluation a new scaling factor adds)
+    fails naming the file and the rule that remakes it; deleting it remakes that set and reruns
+    exactly what depends on it (computed from the DAG), every other output kept as it was."""
+    import shutil
+
+    study = tmp_path / "run"
+    shutil.copytree(run, study, symlinks=True)
+    config = compose([TINY])
+    config["edits"]["x0.5"] = 0.5
+    config["scaling"]["edits"] = [*config["scaling"]["edits"], "x0.5"]
+    configfile = write_config(tmp_path / "more.yaml", config)
+    mask = Path("results/toy/masks/math/mathneuro/reading/n8/seed0/k5pct.safetensors")
+    data = (study / mask).read_bytes()
+    (study / mask).write_bytes(data[: len(data) // 2])
+    failed = snakemake(study, configfile, "--cores", "2", check=False)
+    assert failed.returncode != 0
+    log = "".join(p.read_text() for p in (study / "logs" / "evaluate").rglob("*.log"))
+    assert f"{mask} cannot be read" in log and "rule select_set writes it anew" in log
+    (study / mask).unlink()
+    every = planned(study, configfile, "--forceall")
+    maker = next(job for job in every if str(mask) in job.outputs)
+    expected = descendants(every, {maker}) | {j for j in planned(study, configfile) if j.outputs.isdisjoint(
+        {f for job in every for f in job.outputs if (study / f).exists()})}
+    times = {f: (study / f).stat().st_mtime_ns for job in every for f in job.outputs if (study / f).exists()}
+    assert set(planned(study, configfile)) == expected
+    snakemake(study, configfile, "--cores", "2")
+    rerun = {f for job in expected for f in job.outputs}
+    assert all((study / f).stat().st_mtime_ns == t for f, t in times.items() if f not in rerun)

@@ -3,24 +3,22 @@
 import json
 from pathlib import Path
 
-import pandas as pd
-
+from mathneuro.intermediates import read
 from mathneuro.logs import log_to
 from mathneuro.provenance import write_parquet
-from mathneuro.tables import build_tables, name_top_k_set, samples_table
+from mathneuro.tables import build_tables, name_top_k_set, read_tables, samples_table
 
 with log_to(snakemake.log[0]) as log:
     params, inputs, output = snakemake.params, snakemake.input, snakemake.output
-    read = lambda paths: pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)  # noqa: E731
-    samples = read(inputs.samples)
-    groups = {(model, suite): json.loads(Path(path).read_text()).get("group_subtasks", {})
+    samples = read_tables(inputs.samples)
+    groups = {(model, suite): read(path, lambda p: json.loads(Path(p).read_text())).get("group_subtasks", {})
               for (model, suite), path in zip(params.base_evaluations, inputs.base_results)}
     tables = build_tables(
-        read(inputs.evaluations),
-        name_top_k_set(read(inputs.counts), **params.top_k_set),
-        read(inputs.consistency),
-        read(inputs.layer_overlaps),
-        read(inputs.subskill_overlaps) if inputs.subskill_overlaps else None,
+        read_tables(inputs.evaluations),
+        name_top_k_set(read_tables(inputs.counts), **params.top_k_set),
+        read_tables(inputs.consistency),
+        read_tables(inputs.layer_overlaps),
+        read_tables(inputs.subskill_overlaps) if inputs.subskill_overlaps else None,
         selections=params.selections,
         samples=samples,
         groups=groups,

@@ -73,16 +73,31 @@ class Study:
         problems += self.subskills.problems(datasets, self.k.fractions, self.edits)
         return problems + self.suites.problems(self.config["local_data"])
 
-    def input_problems(self, known_task=None) -> list[str]:
+    def input_problems(self, known_task=None, hub_cache: bool = True) -> list[str]:
         """What the config names outside itself (mathneuro.configs): the used data sets' files
-        (or those rule synthetic_data writes) and template fields, GGUF files, bits-per-byte data
-        sets and, by ``known_task`` (default: Suites.known_task), the suites' tasks."""
+        (or those rule synthetic_data writes) and every record's template fields, the models'
+        folders and GGUF files, the task folder, bits-per-byte data sets and, by ``known_task``
+        (default: Suites.known_task), the suites' tasks; with ``hub_cache``, offline, whether the
+        hub cache holds the hub models and data sets (mathneuro.hub)."""
         from mathneuro.configs import check_data, gguf_problems
 
         used = {name: self.config["datasets"][name] for name in self.all_datasets()}  # unused specs read nothing
         problems = check_data(used, self.config["local_data"], self.data.synthetic_files())
-        problems += gguf_problems(self.config["models"])
+        problems += gguf_problems(self.config["models"]) + self.models.location_problems()
+        if hub_cache:
+            problems += [p for p in map(self.models.cache_problem, self.models) if p]
+            problems += [p for d in self.all_datasets() if (p := self.data.cache_problem(d, self.config["offline"]))]
         return problems + self.suites.input_problems(known_task)
+
+    def external(self, paths) -> list[str]:
+        """Those of ``paths`` outside the study's results folder: what the study reads from the
+        machine (data, local model folders, GGUF files, task YAMLs), compared by content
+        (mathneuro.freshness); the workflow's own files are compared by time."""
+        import os
+
+        results = os.path.normpath(self.results)
+        return [str(p) for p in paths
+                if os.path.normpath(str(p)) != results and not os.path.normpath(str(p)).startswith(results + os.sep)]
 
     def all_datasets(self) -> list[str]:
         """The data sets some set is made from: the skill's and controls', and the sub-skills'."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from mathneuro.study.common import canonical
@@ -87,6 +88,16 @@ class Data:
         spec = self.specs[dataset]
         key = self.local_key(spec["path"]) if spec["source"] == "hf" else None
         return {key: self.local_data[key]} if key else {}
+
+    def cache_problem(self, dataset: str, offline: bool) -> str | None:
+        """Why an offline collection could not read hub data set ``dataset`` (None if it can):
+        no local copy, and the local hub cache does not hold it (mathneuro.hub)."""
+        from mathneuro.hub import cache_problem
+
+        spec = self.specs[dataset]
+        if not offline or spec["source"] != "hf" or self.local_key(spec["path"]) or Path(spec["path"]).is_dir():
+            return None
+        return cache_problem(f"datasets.{dataset}.path", spec["path"], repo_type="dataset", revision=spec.get("revision"))
 
     def hub(self, datasets: list[str]) -> list[dict[str, Any]]:
         """Those of ``datasets`` read from the hub (no local copy): what prefetch fetches."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 BUILT = ("toy", "random")  # `path` values of models the workflow builds itself
@@ -30,6 +31,14 @@ class Models:
         spec = self[label]
         built = spec["path"] in BUILT or spec.get("gguf")
         return f"{self.results}/models/{label}" if built else None
+
+    def local_folder(self, label: str) -> str | None:
+        """The folder a model the workflow does not build is read from, when its ``path`` is one
+        on this machine (else None: a hub id, or a GGUF model's, whose folder is results')."""
+        spec = self[label]
+        if self.folder(label) or spec["path"] in BUILT:
+            return None
+        return spec["path"] if Path(spec["path"]).is_dir() else None
 
     def built_as(self, kind: str) -> list[str]:
         """The models whose path is ``kind`` (toy, random), or that name a GGUF file ("gguf")."""
@@ -64,6 +73,28 @@ class Models:
     def runtime_min(self, label: str, attempt: int, per_billion: float, floor: int = 10) -> int:
         """Minutes: ``per_billion`` per billion parameters, at least ``floor``, times the attempt."""
         return int(max(floor, math.ceil(per_billion * float(self[label]["size_b"]))) * attempt)
+
+    def location_problems(self) -> list[str]:
+        """Models whose ``path`` is neither the workflow's to build, nor a folder here, nor a name
+        a hub repository can have: a mistyped local path, named with where it was looked for."""
+        from mathneuro.hub import is_repo_id
+
+        return [f"models.{label}.path: no folder {Path(spec['path']).resolve()} (paths are relative to the "
+                f"working directory {Path.cwd()}), and {spec['path']!r} cannot name a hub repository"
+                for label, spec in self.specs.items()
+                if spec["path"] not in BUILT and not Path(spec["path"]).is_dir() and not is_repo_id(spec["path"])]
+
+    def cache_problem(self, label: str) -> str | None:
+        """Why an offline job could not load model ``label`` (None if it can): a hub model, or a
+        GGUF file in a hub repository, that the local cache does not hold (mathneuro.hub)."""
+        from mathneuro.hub import cache_problem
+
+        spec = self[label]
+        if not self.offline or spec["path"] in BUILT or Path(spec["path"]).is_dir():
+            return None
+        if spec.get("gguf"):
+            return cache_problem(f"models.{label}.gguf", spec["path"], revision=spec["revision"], filename=spec["gguf"])
+        return cache_problem(f"models.{label}.path", spec["path"], revision=spec["revision"], filename="config.json")
 
     def problems(self, synthetic: bool) -> list[str]:
         """A toy model without the synthetic tasks it is trained on (``synthetic``: the config has

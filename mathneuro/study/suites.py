@@ -135,5 +135,9 @@ class Suites:
         ``known_task``, default :meth:`known_task`) tasks lm-eval does not know."""
         from mathneuro.configs import bpb_problems, unknown_tasks
 
+        include = self.evaluation["include_path"]
+        if include and not Path(include).is_dir():
+            return [f"evaluation.include_path: no folder {Path(include).resolve()} (paths are relative to the "
+                    f"working directory {Path.cwd()})"]
         problems = bpb_problems(self.specs, self.data.specs, self.evaluation["heldout_split"])
         return problems + unknown_tasks(self.specs, known_task or self.known_task)
