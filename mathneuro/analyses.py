@@ -5,8 +5,8 @@ or matplotlib; ``mathneuro.tables`` builds the tables, ``mathneuro.plots`` draws
 """
 
 TABLES = [  # each with a summary
-    "pruning", "scaling", "data_efficiency", "consistency", "layer_overlap", "layers", "share", "subskills",
-    "subskill_overlap",
+    "pruning", "scaling", "data_efficiency", "finetuning", "consistency", "layer_overlap", "layers", "share",
+    "subskills", "subskill_overlap", "agreement",
 ]
 
 FIGURES = {  # figure -> the table it is drawn from, in the report's order
@@ -15,12 +15,14 @@ FIGURES = {  # figure -> the table it is drawn from, in the report's order
     "factor_sweep": "scaling",
     "specificity": "scaling",
     "data_efficiency": "data_efficiency",
+    "finetuning": "finetuning",
     "consistency": "consistency",
     "layer_overlap": "layer_overlap",
     "layers": "layers",
     "share": "share",
     "subskills": "subskills",
     "subskill_overlap": "subskill_overlap",
+    "agreement": "agreement",
 }
 
 REPORT_CATEGORIES = {  # table -> the paper's analysis it belongs to, numbered in the report's order
@@ -33,4 +35,6 @@ REPORT_CATEGORIES = {  # table -> the paper's analysis it belongs to, numbered i
     "share": "6. Share of parameters",
     "subskills": "7. Sub-skills",
     "subskill_overlap": "7. Sub-skills",
+    "agreement": "4. Consistency",  # how far SNIP's sets and MathNeuro's agree
+    "finetuning": "8. Fine-tuning",
 }

@@ -40,11 +40,13 @@ def load(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]:
 
 
 def compose(paths: Iterable[str | Path], overrides: Mapping | None = None) -> dict[str, Any]:
-    """Every file (with its bases) merged in order, then ``overrides`` (``--config`` values)."""
+    """Every file (with its bases) merged in order, then ``overrides`` (``--config`` values). A
+    top-level section set to null is absent: a file turns off a section its base has."""
     merged: dict[str, Any] = {}
     for path in paths:
         merge(merged, load(path))
-    return merge(merged, dict(overrides or {}))
+    merged = merge(merged, dict(overrides or {}))
+    return {key: value for key, value in merged.items() if value is not None}
 
 
 # Checks of what a config names outside itself, made before any job ------------------------------

@@ -102,6 +102,9 @@ class Texts(Sequence[str]):
     texts: tuple[str, ...]
     ids: list[str]
     spec: Mapping[str, Any] = field(default_factory=dict)
+    # per text, how many leading characters are its prompt: all but the template's last field (a
+    # synthetic spec's: the task's prompt); for training on the answers only (load_texts(prompts=True))
+    prompt_chars: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if len(self.texts) != len(self.ids):
@@ -218,12 +221,16 @@ def load_texts(
     *,
     base_dir: str | os.PathLike[str] | None = None,
     local_data: Mapping[str, Any] | None = None,
+    prompts: bool = False,
 ) -> Texts:
     """Load, sample and format the texts a dataset spec describes.
 
     ``base_dir``, if given, anchors relative file paths (and a relative local
     ``hf`` folder) instead of the working directory. ``local_data`` maps hub ids
-    to local files (:func:`local_files`). See the module docstring for the spec keys.
+    to local files (:func:`local_files`). With ``prompts``, each text's prompt length
+    (``Texts.prompt_chars``): the template rendered up to its last field, so that what
+    the last field renders (the answer of ``"Question: {question}\nAnswer: {answer}"``)
+    is the rest. See the module docstring for the spec keys.
     """
     validate_spec(spec)
     table, pool = _part(spec, base_dir, local_data)
@@ -239,7 +246,8 @@ def load_texts(
         ids = [table.label(i) for i in indices]
     else:
         ids = [str(_field(record, id_field, "id_field")) for record in records]
-    return Texts(texts=texts, ids=ids, spec=types.MappingProxyType(copy.deepcopy(dict(spec))))
+    prompt_chars = tuple(map(len, map(_prompt_renderer(spec), records))) if prompts else None
+    return Texts(texts=texts, ids=ids, spec=types.MappingProxyType(copy.deepcopy(dict(spec))), prompt_chars=prompt_chars)
 
 
 def heldout_rows(size: int, fraction: float, seed: int | None = 0) -> list[int]:
@@ -300,6 +308,28 @@ def _renderer(spec: Mapping[str, Any]) -> Callable[[Record], str]:
     template = _DEFAULT_TEMPLATE if template is None else template
     fields = _template_fields(template)
     return lambda record: _render(template, fields, record)
+
+
+def _prompt_renderer(spec: Mapping[str, Any]) -> Callable[[Record], str]:
+    """Record -> its prompt: the template up to its last field (a synthetic spec's default: the
+    task's prompt and the space before its answer; the default template: nothing)."""
+    template = spec.get("template")
+    if template is None and spec["source"] == "synthetic":
+        from mathneuro import synthetic
+
+        return lambda record: synthetic.prompt_text(spec["task"], record) + " "
+    template = _DEFAULT_TEMPLATE if template is None else template
+    parsed = list(string.Formatter().parse(template))
+    last = max((i for i, (_, name, _, _) in enumerate(parsed) if name is not None), default=None)
+    if last is None:
+        return lambda record: template
+    # each part before the last field: its literal text, then its field as written; then the
+    # literal text just before the last field
+    prefix = "".join(text + ("" if name is None else "{" + name + (f"!{conv}" if conv else "")
+                                                     + (f":{fmt}" if fmt else "") + "}")
+                     for text, name, fmt, conv in parsed[:last]) + parsed[last][0]
+    fields = _template_fields(prefix)
+    return lambda record: _render(prefix, fields, record)
 
 
 def _render(template: str, fields: Sequence[str], record: Record) -> str:

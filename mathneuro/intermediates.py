@@ -19,8 +19,9 @@ T = TypeVar("T")
 # results/<model>/<kind>/...: the rule that writes each kind of file (rules/common.smk's paths)
 PRODUCERS = {
     "stats": "collect_activations", "topk": "top_k", "masks": "select_set", "counts": "select_set",
-    "eval": "evaluate", "consistency": "consistency", "topk_consistency": "topk_consistency",
-    "subskill_overlap": "subskill_overlap",
+    "eval": "evaluate (evaluate_finetuned for a fine-tuning edit)", "consistency": "consistency", "topk_consistency": "topk_consistency",
+    "subskill_overlap": "subskill_overlap", "snip": "snip_scores", "snip_topk": "snip_top_k",
+    "agreement": "method_agreement", "finetuned": "finetune",
 }
 TOP_LEVEL = {"tables": "aggregate", "tasks": "suite_tasks", "models": "the model's rule (train_toy_model, "
              "random_model or dequantize_gguf)", "data": "synthetic_data (or mmlu_records)"}
@@ -43,6 +44,8 @@ def producer(path: str | Path, results: str = "results") -> str | None:
     if len(below) >= 2 and below[1] in PRODUCERS:
         if below[1] == "eval" and len(below) > 2 and below[2] == "base":
             return "evaluate_base"
+        if below[1] == "finetuned" and len(below) > 3 and below[3] == "all":
+            return "finetune_unedited"
         return PRODUCERS[below[1]]
     return None
 

@@ -24,6 +24,10 @@ A method's entry says
   set against every control at once, labelled by the controls joined with ``+`` in sorted order
   (``mmlu+race``; a new control is a new label, so finished sets never change); ``"none"``, no
   control (``NO_CONTROL``);
+* ``importance``: what the TopK sets a ``"top_k"`` method reads rank weights by: ``"activations"``
+  (|W| · the activation statistic, MathNeuro's forward passes) or ``"gradients"`` (Σ |W · ∂L/∂W| per
+  sample, mathneuro.snip: the gradient-based importance the paper argues costs too much), each
+  data set's TopK sets of that importance made by jobs of their own;
 * ``label`` (figures) and ``describe`` (the summary's rows; fields ``skill``, ``control``,
   ``controls`` joined by ∪ and ``share``, K in percent); ``neurons``: the set is whole MLP neurons
   (LAPE's), so its size is also given in neurons.
@@ -48,6 +52,9 @@ NO_CONTROL = "none"
 JOIN = "+"  # joins the controls of an "all" set's label; data set labels never hold it
 TOP_K = "topk"  # method label of a data set's own TopK set (counts, consistency); control = the data set
 READS = ("top_k", "statistics", "set")
+# The importance a TopK set ranks weights by: |W| · the activation statistic (MathNeuro's, forward
+# passes only), or SNIP's gradient-based Σ |W · ∂L/∂W| (mathneuro.snip), each with TopK sets of its own.
+IMPORTANCES = ("activations", "gradients")
 CONTROL_MODES = ("each", "all", "none")
 
 
@@ -63,6 +70,7 @@ class Method:
     settings: str | None = None  # config section of the method's own options
     k_as: str | None = None  # keyword of K's fraction in `make`
     neurons: bool = False  # the set is whole MLP neurons (their output weights): sizes count them too
+    importance: str = "activations"  # IMPORTANCES: whose TopK sets a "top_k" method reads
 
     @property
     def top_k_set(self) -> bool:
@@ -87,6 +95,8 @@ def check(methods: Mapping[str, Method]) -> None:
             raise ValueError(f"method {name!r}: a TopK-set method (make=None) reads top_k and has no control")
         if m.k_as and m.reads != "statistics":
             raise ValueError(f"method {name!r}: k_as is for methods that read statistics")
+        if m.importance not in IMPORTANCES or (m.importance != "activations" and m.reads != "top_k"):
+            raise ValueError(f"method {name!r}: importance is one of {IMPORTANCES}, and only top_k methods rank by SNIP")
 
 
 METHODS: dict[str, Method] = {
@@ -101,6 +111,10 @@ METHODS: dict[str, Method] = {
                reads="statistics", make="mathneuro.lape:lape_mask", settings="lape", k_as="top_rate", neurons=True),
         Method("mathneuro_all", "MathNeuro (union)", "MathNeuro-all ({skill} − {controls})", controls="all",
                make="mathneuro.select:specific"),
+        Method("snip", "SNIP", "SNIP ({skill} − {control})", controls="each", make="mathneuro.select:specific",
+               importance="gradients"),
+        Method("snip_random", "random, same count as SNIP", "random, same count per matrix as SNIP ({control})",
+               controls="each", reads="set", make="mathneuro.masks:random_like", same_count_as="snip"),
     )
 }
 check(METHODS)

@@ -176,6 +176,14 @@ def plot_pruning(table: pd.DataFrame, path: str | Path, summary: pd.DataFrame | 
             xlabel="K (% of each matrix, log)", ylabel="accuracy after pruning", summary=_k_percent(summary))
 
 
+def plot_finetuning(table: pd.DataFrame, path: str | Path, summary: pd.DataFrame | None = None) -> None:
+    """Change in accuracy after fine-tuning (points), per task: one bar per set and fine-tuning
+    edit (a set's entries trained, or every parameter), drawn as the scaling figure is."""
+    if table.empty:
+        return _empty(path, "fine-tuning results (finetuning.edits is empty)")
+    plot_scaling(table, path, summary)
+
+
 def plot_scaling(table: pd.DataFrame, path: str | Path, summary: pd.DataFrame | None = None) -> None:
     """Change in accuracy after scaling (points), per task: one bar per set and factor, the mean
     over repeats, each repeat a dot; with the ``summary``, the pooled change's 95 % interval as an
@@ -245,6 +253,36 @@ def plot_consistency(table: pd.DataFrame, path: str | Path) -> None:
             _log_ticks(ax, rows["n_samples"])
             ax.set(ylim=(0, 1.02), xlabel="samples per identification (log)", ylabel=metric.replace("_", " "),
                    title=model if len(models) > 1 else metric.replace("_", " "))
+    _save(fig, path, *_legend(axes))
+
+
+def plot_agreement(table: pd.DataFrame, path: str | Path) -> None:
+    """How far two methods' sets from the same draws agree (SNIP's and MathNeuro's) against K
+    (log): the Jaccard, and the share of each set found in the other (mean over the seeds, their
+    range as a band), one line per pair and control."""
+    if table.empty:
+        return _empty(path, "agreement of two methods' sets (methods has no SNIP set)")
+    table = table.assign(k_percent=table["k_fraction"] * 100)
+    models, measures = sorted(table["model"].unique()), ["jaccard", "overlap_rate"]
+    fig, axes = _panels(models, measures)
+    for row, model in enumerate(models):
+        for col, measure in enumerate(measures):
+            ax = axes[row][col]
+            rows = table[table["model"] == model]
+            if measure == "jaccard":  # symmetric: one direction of each pair
+                rows = rows.drop_duplicates(["method_a", "method_b", "control", "seed", "k"]).loc[
+                    lambda r: r["method_a"] < r["method_b"]]
+            for i, ((a, b, control), group) in enumerate(rows.groupby(["method_a", "method_b", "control"])):
+                stats = _spread(group, ["k_percent"], measure).sort_values("k_percent")
+                label = f"{_label(a)} ∩ {_label(b)} ({control})" if measure == "jaccard" else \
+                    f"of {_label(a)}'s set in {_label(b)}'s ({control})"
+                ax.plot(stats["k_percent"], stats["mean"], marker="o", color=COLOURS.get(b if measure == "jaccard"
+                                                                                        else a),
+                        ls=STYLES[i % len(STYLES)], label=label)
+                ax.fill_between(stats["k_percent"], stats["low"], stats["high"], color=COLOURS.get(a), alpha=0.15)
+            _k_axis(ax, rows["k_percent"])
+            ax.set(ylim=(0, 1.02), xlabel="K (% of each matrix, log)", ylabel=measure.replace("_", " "),
+                   title=model if len(models) > 1 else measure.replace("_", " "))
     _save(fig, path, *_legend(axes))
 
 
@@ -461,9 +499,11 @@ DRAW = {  # figure (mathneuro.analyses.FIGURES) -> how it is drawn from its tabl
     "share": plot_share,
     "subskills": plot_subskills,
     "subskill_overlap": plot_subskill_overlap,
+    "agreement": plot_agreement,
+    "finetuning": plot_finetuning,
 }
 assert set(DRAW) == set(FIGURES), "every figure of mathneuro.analyses.FIGURES needs a way to draw it"
-WITH_SUMMARY = {"pruning", "scaling", "factor_sweep", "data_efficiency"}  # figures that draw the paired intervals
+WITH_SUMMARY = {"pruning", "scaling", "factor_sweep", "data_efficiency", "finetuning"}  # figures that draw the paired intervals
 
 
 def draw(figure: str, table: pd.DataFrame, path: str | Path, summary: pd.DataFrame | None = None) -> None:

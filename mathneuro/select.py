@@ -28,6 +28,7 @@ from mathneuro.masks import ParameterMask
 from mathneuro.targets import Target, expert_view, find_targets, importance
 
 SCOPES = ("matrix", "row", "global")
+SCORES = "snip_scores"  # the statistic of importance scores computed whole (mathneuro.snip.STATISTIC)
 
 
 def check_fraction(fraction: float) -> None:
@@ -37,10 +38,15 @@ def check_fraction(fraction: float) -> None:
 
 def _scores(targets: Sequence[Target], stats: ActivationStats) -> Iterator[tuple[Target, torch.Tensor]]:
     """(target, importance) one matrix at a time, each weight read once, after checking that the
-    statistics cover every target."""
+    statistics cover every target. Statistics that are scores already (SNIP's, one full matrix
+    per target, mathneuro.snip) are the importance as they are."""
     missing = [t.name for t in targets if t.name not in stats.stats]
     if missing:
         raise ValueError(f"activation statistics have no entry for layer(s) {missing[:3]}: collected for another model?")
+    if stats.statistic == SCORES:
+        for t in targets:
+            yield t, stats.stats[t.name].to(torch.float32)
+        return
     for t in targets:
         weight, stat = t.weight, stats.stats[t.name]
         in_features = weight.shape[0] if t.transposed else weight.shape[1]

@@ -214,6 +214,22 @@ def consistency_table(summary: pd.DataFrame) -> pd.DataFrame:
                          "overlap rate": out["overlap_rate"].map(lambda v: f"{v:.2f}")})
 
 
+def agreement_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per method compared with the skill-specific set (SNIP's) and control, per K: the Jaccard of
+    the two sets and, in brackets, the share of the skill-specific set found in the other (means
+    over the repeats)."""
+    summary = summary[summary["method_a"] == SPECIFIC]
+    ks = list(dict.fromkeys(summary.sort_values("k_fraction")["k"]))
+    k_fraction = summary.drop_duplicates("k").set_index("k")["k_fraction"]
+    out = []
+    for (other, control), rows in summary.groupby(["method_b", "control"], sort=False):
+        cells = [f"{r['jaccard_mean'].iloc[0]:.2f} ({r['overlap_rate_mean'].iloc[0]:.2f})" if len(r := rows[rows["k"] == k])
+                 else "" for k in ks]
+        out.append([f"{METHODS[SPECIFIC].label} and {METHODS[other].label if other in METHODS else other} ({control})",
+                    *cells])
+    return pd.DataFrame(out, columns=["sets", *[f"K = {100 * float(k_fraction[k]):g}%" for k in ks]])
+
+
 def share_rows(share: pd.DataFrame) -> pd.DataFrame:
     """Each set's size at every K: entries, share of the scored matrices, share of all parameters."""
     rows = share[share["n_samples"] == share["n_samples"].max()].sort_values("k_fraction")
@@ -371,7 +387,8 @@ def report(folder: str | Path, skill: str | None = None) -> str:
     def k_text(table, k):
         return f"K = {100 * float(table.loc[table['k'] == k, 'k_fraction'].iloc[0]):g}% per matrix"
 
-    for label, table in (("Pruned", pruning), ("Scaled", _read(folder, "scaling"))):
+    for label, table in (("Pruned", pruning), ("Scaled", _read(folder, "scaling")),
+                         ("Fine-tuned", _read(folder, "finetuning"))):
         if table is None or not len(table):
             continue
         for k in ks(table):
@@ -406,6 +423,11 @@ def report(folder: str | Path, skill: str | None = None) -> str:
     consistency = _read(folder, "consistency")
     if consistency is not None and len(consistency):
         parts.append(f"Consistency of two identifications:\n\n{markdown(consistency_table(consistency))}")
+    agreement = _read(folder, "agreement")
+    if agreement is not None and len(agreement):
+        parts.append(f"How far other methods' sets agree with the {METHODS[SPECIFIC].label} sets from the same draws, "
+                     f"Jaccard (share of the {METHODS[SPECIFIC].label} set found in the other):"
+                     f"\n\n{markdown(agreement_rows(agreement))}")
     layer_overlap = _read(folder, "layer_overlap")
     if layer_overlap is not None and len(layer_overlap):
         n = int(layer_overlap["n_samples"].max())

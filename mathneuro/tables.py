@@ -30,7 +30,7 @@ EVAL_COLUMNS = {  # column -> dtype of the pruning and scaling tables, in this o
     "edit": "string", "factor": "float64", "n_samples": "Int64", "seed": "Int64", "suite": "string",
     "task": "string", "metric": "string", "n": "Int64", "value": "float64", "stderr": "float64",
     "apply_chat_template": "boolean", "fewshot_as_multiturn": "boolean", "system_instruction": "string",
-    "batch_size": "Int64",
+    "batch_size": "Int64", "trained": "string",  # a fine-tuning edit's scope (set, all); NA for the others
 }
 SAMPLE_COLUMNS = {  # column -> dtype of the samples table: each variant's per-item records (evaluate.samples_frame)
     "model": "string", "skill": "string", "method": "string", "control": "string", "k": "string",
@@ -180,19 +180,24 @@ def select(table: pd.DataFrame, allowed: Mapping[str, Sequence]) -> pd.DataFrame
     return table[keep].reset_index(drop=True)
 
 
-def set_overlaps(masks: Mapping[str, ParameterMask], **labels) -> pd.DataFrame:
-    """Overlap of every ordered pair of different sets (keys: their skills), the rate asymmetric:
-    how much of ``skill_a``'s set ``skill_b``'s holds."""
+def set_overlaps(masks: Mapping[str, ParameterMask], names: tuple[str, str] = ("skill_a", "skill_b"),
+                 **labels) -> pd.DataFrame:
+    """Overlap of every ordered pair of different sets (keys: their skills, or what ``names``
+    calls them), the rate asymmetric: how much of the first's set the second's holds."""
     from mathneuro.masks import overlap
 
+    first, second = names
     rows = []
     for a, b in itertools.permutations(masks, 2):
         stats = overlap(masks[a], masks[b])
-        rows.append({**labels, "skill_a": a, "skill_b": b, "size_a": stats["size_a"], "size_b": stats["size_b"],
+        rows.append({**labels, first: a, second: b, "size_a": stats["size_a"], "size_b": stats["size_b"],
                      "intersection": stats["intersection"], "jaccard": float(stats["jaccard"]),
                      "overlap_rate": float(stats["overlap_rate"])})
-    return pd.DataFrame(rows, columns=[*labels, "skill_a", "skill_b", "size_a", "size_b", "intersection",
+    return pd.DataFrame(rows, columns=[*labels, first, second, "size_a", "size_b", "intersection",
                                        "jaccard", "overlap_rate"])
+
+
+AGREEMENT_NAMES = ("method_a", "method_b")
 
 
 SET_OVERLAP_MEASURES = ["size_a", "size_b", "intersection", "jaccard", "overlap_rate"]
@@ -251,6 +256,7 @@ def build_tables(
     selections: Mapping[str, Mapping[str, Sequence]],
     samples: pd.DataFrame | None = None,
     groups: Mapping[tuple, Mapping[str, Sequence[str]]] | None = None,
+    agreements: pd.DataFrame | None = None,
     skill_tasks: Sequence[str] = (),
     skill: str | None = None,
 ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
@@ -263,7 +269,9 @@ def build_tables(
     :func:`pair_layer_overlaps`, summarized over seed pairs. Rows of ``skill_tasks`` (or their
     subtasks, ``minerva_math_algebra`` of ``minerva_math``) are marked ``skill_task``. Evaluations
     without a ``skill`` label are of the study's ``skill``'s sets; the sub-skill study's are
-    labelled, and ``subskill_overlaps`` are its sets' :func:`set_overlaps`, summarized over seeds."""
+    labelled, and ``subskill_overlaps`` are its sets' :func:`set_overlaps`, summarized over seeds;
+    ``agreements``, the overlaps of two methods' sets from the same draws (SNIP's and MathNeuro's),
+    likewise."""
     from mathneuro.evidence import item_outcomes
 
     evaluations = labelled(evaluations, EVAL_COLUMNS, skill)
@@ -286,6 +294,9 @@ def build_tables(
     if subskill_overlaps is None or subskill_overlaps.empty:
         subskill_overlaps = set_overlaps({}, model="", method="", n_samples=0, seed=0, k="", k_fraction=0.0)
     subskill_overlaps = with_control_k(subskill_overlaps)
+    if agreements is None or agreements.empty:
+        agreements = set_overlaps({}, AGREEMENT_NAMES, model="", control="", n_samples=0, seed=0, k="", k_fraction=0.0)
+    agreements = with_control_k(agreements)
     layers, share = layer_table(counts), share_table(counts)
     return {
         **{name: edit_tables(table, outcomes, groups or {}) for name, table in edits.items()},
@@ -293,6 +304,7 @@ def build_tables(
                                                over=("seed_a", "seed_b"))),
         "layer_overlap": (layer_overlaps, summarize(layer_overlaps, OVERLAP_MEASURES, over=("seed_a", "seed_b"))),
         "subskill_overlap": (subskill_overlaps, summarize(subskill_overlaps, SET_OVERLAP_MEASURES)),
+        "agreement": (agreements, summarize(agreements, SET_OVERLAP_MEASURES)),
         "layers": (layers, summarize(layers, ["selected", "numel", "share_of_matrices", "share_of_selected"])),
         "share": (share, summarize(share, ["selected", "target_parameters", "model_parameters",
                                            "share_of_targets", "share_of_model"])),

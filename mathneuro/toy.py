@@ -14,19 +14,16 @@ builds an untrained model of any architecture with a tokenizer trained on given 
 
 from __future__ import annotations
 
-import math
-import random
-import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import torch
 
 from mathneuro import synthetic
+from mathneuro.training import Log, train
 
 SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": "</s>",
                   "unk_token": "<unk>"}
-Log = Callable[[str], None]
 
 
 # ---------------------------------------------------------------- tokenizer
@@ -83,107 +80,7 @@ def make_model(vocab_size: int, *, hidden_size: int = 128, num_layers: int = 4,
     return LlamaForCausalLM(config)
 
 
-# ---------------------------------------------------------------- training
-Row = tuple[list[int], int]  # token ids, number of leading tokens without loss
-
-
-def _encode(tokenizer, texts: Sequence[str], max_length: int,
-            prompt_chars: Sequence[int] | None = None) -> list[Row]:
-    """Tokenize ``texts`` as ``<s> text </s>`` (truncated to ``max_length`` tokens).
-
-    With ``prompt_chars``, the tokens lying within the first ``prompt_chars[i]``
-    characters of text ``i`` (and ``<s>``) are marked as prompt: they get no loss.
-    """
-    enc = tokenizer(list(texts), add_special_tokens=True, return_offsets_mapping=True)
-    rows = []
-    for i, (ids, offsets) in enumerate(zip(enc["input_ids"], enc["offset_mapping"])):
-        n_prompt = 0
-        if prompt_chars is not None:
-            n_prompt = 1 + sum(1 for start, end in offsets[1:] if end <= prompt_chars[i])
-        rows.append(((ids + [tokenizer.eos_token_id])[:max_length], n_prompt))
-    return rows
-
-
-def _collate(rows: list[Row], pad_id: int) -> dict[str, torch.Tensor]:
-    """Right-pad ``rows``; padding and prompt tokens are excluded from the loss."""
-    width = max(len(ids) for ids, _ in rows)
-    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    labels = torch.full((len(rows), width), -100, dtype=torch.long)
-    for i, (ids, n_prompt) in enumerate(rows):
-        input_ids[i, : len(ids)] = torch.tensor(ids)
-        mask[i, : len(ids)] = 1
-        labels[i, n_prompt: len(ids)] = input_ids[i, n_prompt: len(ids)]
-    return {"input_ids": input_ids, "attention_mask": mask, "labels": labels}
-
-
-def _lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
-    """Linear warm-up then cosine decay to 10% of ``lr``."""
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    progress = (step - warmup) / max(1, steps - warmup)
-    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
-def _batch_sampler(groups: Sequence[Sequence[int]], weights: Sequence[float],
-                   batch_size: int, rng: random.Random) -> Callable[[], list[int]]:
-    """Return a function drawing one batch of text indices.
-
-    Each batch comes from a single group (chosen by ``weights``), so texts of similar
-    length share a batch and little compute is spent on padding.
-    """
-    if any(len(g) == 0 for g, w in zip(groups, weights) if w > 0):
-        raise ValueError("every group with a positive weight needs at least one text")
-
-    def draw() -> list[int]:
-        group = rng.choices(groups, weights=weights)[0]
-        return [group[rng.randrange(len(group))] for _ in range(batch_size)]
-    return draw
-
-
-def train(model, tokenizer, texts: Sequence[str], *, steps: int = 1000, batch_size: int = 32,
-          lr: float = 3e-3, seed: int = 0, warmup: int = 100, weight_decay: float = 0.01,
-          max_length: int = 256, groups: Sequence[Sequence[int]] | None = None,
-          weights: Sequence[float] | None = None, prompt_chars: Sequence[int] | None = None,
-          log_every: int = 100, log: Log = print) -> list[float]:
-    """Train ``model`` with AdamW on ``texts``; return the loss of every step.
-
-    Batches draw texts at random (seeded): uniformly, or, given ``groups`` (lists of
-    indices into ``texts``) and ``weights``, a group by weight and then ``batch_size``
-    texts within that group. With ``prompt_chars`` (per text: how many leading
-    characters are prompt) the loss covers only the rest of each text (the answer).
-    Progress (step, mean loss, elapsed wall and CPU seconds) goes to ``log`` every
-    ``log_every`` steps.
-    """
-    if not texts:
-        raise ValueError("train() needs at least one text")
-    rows = _encode(tokenizer, texts, max_length, prompt_chars)
-    groups = groups or [range(len(texts))]
-    weights = weights or [1.0] * len(groups)
-    draw = _batch_sampler(groups, weights, batch_size, random.Random(seed))
-    torch.manual_seed(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay,
-                            betas=(0.9, 0.98))
-    model.train()
-    losses: list[float] = []
-    start, cpu_start = time.perf_counter(), time.process_time()
-    for step in range(steps):
-        for group in opt.param_groups:
-            group["lr"] = _lr_at(step, steps, lr, warmup)
-        batch = _collate([rows[i] for i in draw()], tokenizer.pad_token_id)
-        loss = model(**batch).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(loss.item())
-        if (step + 1) % log_every == 0 or step + 1 == steps:
-            window = losses[-log_every:]
-            log(f"step {step + 1}/{steps} loss {sum(window) / len(window):.4f} "
-                f"elapsed {time.perf_counter() - start:.1f}s "
-                f"(cpu {time.process_time() - cpu_start:.1f}s)")
-    model.eval()
-    return losses
+# ---------------------------------------------------------------- training: mathneuro.training
 
 
 # ---------------------------------------------------------------- end to end

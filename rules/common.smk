@@ -85,6 +85,22 @@ def topk_path(model, dataset, n, seed, k, suffix=".safetensors"):
     return f"{RESULTS}/{model}/topk/{dataset}/n{n}/seed{seed}/k{k}{suffix}"
 
 
+def snip_path(model, dataset, n, seed):
+    """SNIP's importance scores of a draw (mathneuro.snip): one full matrix per target."""
+    return f"{RESULTS}/{model}/snip/{dataset}/n{n}/seed{seed}.safetensors"
+
+
+def snip_topk_path(model, dataset, n, seed, k, suffix=".safetensors"):
+    """A data set's TopK set by SNIP's scores."""
+    return f"{RESULTS}/{model}/snip_topk/{dataset}/n{n}/seed{seed}/k{k}{suffix}"
+
+
+TOPK_PATHS = {
+    "activations": topk_path,
+    "gradients": snip_topk_path,
+}  # by importance (mathneuro.methods)
+
+
 # The skill is in every path below: studies of different skills on one model share the statistics
 # and TopK sets of their data sets, and never overwrite each other's sets or evaluations.
 
@@ -113,6 +129,15 @@ def eval_path(model, skill, method, control, n, seed, k, edit, suite, kind="tabl
     return f"{RESULTS}/{model}/eval/{variant}/{suite}{EVAL_SUFFIXES[kind]}"
 
 
+def trained_path(model, skill, method, control, n, seed, k, edit):
+    """What a fine-tuning edit trained (mathneuro.finetune): per set, or, for every parameter
+    trained from the unedited model, per repeat alone."""
+    if study.trains_per_set(edit):
+        variant = f"{skill}/{method}/{control}/n{n}/seed{seed}/k{k}"
+        return f"{RESULTS}/{model}/finetuned/{variant}/{edit}.safetensors"
+    return f"{RESULTS}/{model}/finetuned/{skill}/all/seed{seed}/{edit}.safetensors"
+
+
 def base_eval_path(model, suite, kind="table"):
     return f"{RESULTS}/{model}/eval/base/{suite}{EVAL_SUFFIXES[kind]}"
 
@@ -135,6 +160,11 @@ def subskill_overlap_path(model, method, n, seed, k):
     """The overlaps of the sub-skills' sets with one another (their labels name the file)."""
     skills = "+".join(sorted(study.subskills.skills))
     return f"{RESULTS}/{model}/subskill_overlap/{skills}/{method}/n{n}/seed{seed}/k{k}.parquet"
+
+
+def agreement_path(model, skill, method_a, method_b, control, n, seed, k):
+    """How far two methods' sets from one draw agree (mathneuro.study.Analyses.agreements)."""
+    return f"{RESULTS}/{model}/agreement/{skill}/{method_a}+{method_b}/{control}/n{n}/seed{seed}/k{k}.parquet"
 
 
 def layer_overlap_path(consistency_file):
@@ -283,8 +313,9 @@ def set_inputs(wildcards):
     wc = wildcards
     top_k_label = lambda d: study.k.skill(wc.k) if d == wc.skill else wc.k
     draw = (wc.n, wc.seed)
+    ranked = TOPK_PATHS[METHODS[wc.method].importance]
     path_of = {
-        "top_k": lambda d: topk_path(wc.model, d, *draw, top_k_label(d)),
+        "top_k": lambda d: ranked(wc.model, d, *draw, top_k_label(d)),
         "statistics": lambda d: stats_path(wc.model, d, *draw),
         "set": lambda m: mask_path(wc.model, wc.skill, m, wc.control, *draw, wc.k),
     }
@@ -297,6 +328,31 @@ def set_model_paths(wildcards):
     """The model folder a set's method reads (those that read statistics), else nothing."""
     needs = sources(wildcards.method, wildcards.skill, wildcards.control)
     return model_paths(wildcards) if "statistics" in needs else []
+
+
+def edits_constraint(labels):
+    """Wildcard constraint: one of ``labels`` (edit labels), or nothing at all."""
+    return "|".join(map(re.escape, labels)) or "(?!)"
+
+
+def finetune_data_paths(wildcards):
+    """The files a fine-tuning run reads its texts from."""
+    return study.data.files(config["finetune"][wildcards.edit]["data"])
+
+
+finetune_data = by_content(finetune_data_paths)
+
+
+def finetune_params(wildcards):
+    """What a fine-tuning run reads besides its files: its settings, its texts' spec (the repeat's
+    draw), the start edit's factor, and the targets' patterns (plain values)."""
+    spec = study.finetune_spec(wildcards.edit)
+    return {
+        "settings": spec,
+        "texts": study.training_texts(wildcards.edit, wildcards.seed),
+        "local_data": study.data.local_data_of(spec["data"]),
+        "start_factor": study.edits[spec["start"]] if spec["start"] else None,
+    }
 
 
 # What rule all and aggregate read ----------------------------------------------------------------
@@ -335,6 +391,15 @@ def consistency_files(model):
         for c in method_controls(SPECIFIC, study.controls)
         for n in counts
     ] + [topk_consistency_path(model, d, n) for d in study.datasets for n in counts]
+
+
+def agreement_files(model):
+    """The agreements of methods' sets, at each K label as each set is labelled."""
+    n = study.n_samples
+    return [
+        agreement_path(model, study.skill, a, b, control, n, seed, k)
+        for a, b, control, seed, k in study.analyses.agreements()
+    ]
 
 
 def subskill_overlap_files(model):

@@ -63,6 +63,8 @@ rule evaluate:
         "logs/evaluate/{model}/{skill}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}/{suite}.log",
     benchmark:
         f"{RESULTS}/benchmarks/evaluate/{{model}}/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}/{{suite}}.tsv"
+    wildcard_constraints:
+        edit=edits_constraint(config["edits"]),
     conda:
         "../envs/mathneuro.yaml"
     threads: model_threads
@@ -91,3 +93,32 @@ rule evaluate:
         },
     script:
         "../workflow_scripts/evaluate.py"
+
+
+use rule evaluate as evaluate_finetuned with:
+    input:
+        model=model_input,
+        tasks=lambda wc: suite_dir(wc.suite),
+        mask=lambda wc: mask_path(
+            wc.model, wc.skill, wc.method, wc.control, wc.n, wc.seed, wc.k
+        ),
+        trained=lambda wc: trained_path(
+            wc.model, wc.skill, wc.method, wc.control, wc.n, wc.seed, wc.k, wc.edit
+        ),
+    wildcard_constraints:
+        edit=edits_constraint(config["finetune"]),
+    params:
+        factor=None,
+        trained=lambda wc: config["finetune"][wc.edit]["train"],
+        labels=lambda wc: {
+            "model": wc.model,
+            "suite": wc.suite,
+            "method": wc.method,
+            "control": wc.control,
+            "n_samples": int(wc.n),
+            "seed": int(wc.seed),
+            **study.k.labels(wc.k),
+            **study.skill_label(wc.skill),
+            "edit": wc.edit,
+            "trained": config["finetune"][wc.edit]["train"],
+        },

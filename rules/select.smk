@@ -37,6 +37,22 @@ rule top_k:
         "../workflow_scripts/top_k.py"
 
 
+# The TopK sets of SNIP's scores (mathneuro.snip): the top_k rule on the other importance.
+use rule top_k as snip_top_k with:
+    input:
+        model=model_input,
+        stats=lambda wc: snip_path(wc.model, wc.dataset, wc.n, wc.seed),
+    output:
+        mask=snip_topk_path("{model}", "{dataset}", "{n}", "{seed}", "{k}"),
+        counts=snip_topk_path(
+            "{model}", "{dataset}", "{n}", "{seed}", "{k}", ".counts.parquet"
+        ),
+    log:
+        "logs/snip_top_k/{model}/{dataset}/n{n}/seed{seed}/k{k}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/snip_top_k/{{model}}/{{dataset}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
+
+
 rule select_set:
     """One method's set (mathneuro.methods: what it reads and the function that makes it), against
     the controls its label names."""
@@ -175,3 +191,59 @@ if study.subskills:
             },
         script:
             "../workflow_scripts/subskill_overlap.py"
+
+
+if study.analyses.agreements():
+
+    rule method_agreement:
+        """How far SNIP's set and MathNeuro's, made from the same draw at the same K against the
+        same control, agree (mathneuro.study.Analyses.agreements)."""
+        input:
+            lambda wc: [
+                mask_path(
+                    wc.model,
+                    wc.skill,
+                    m,
+                    wc.control,
+                    wc.n,
+                    wc.seed,
+                    study.k.of_set(m, wc.k),
+                )
+                for m in (wc.method_a, wc.method_b)
+            ],
+        output:
+            agreement_path(
+                "{model}",
+                "{skill}",
+                "{method_a}",
+                "{method_b}",
+                "{control}",
+                "{n}",
+                "{seed}",
+                "{k}",
+            ),
+        log:
+            "logs/method_agreement/{model}/{skill}/{method_a}+{method_b}/{control}/n{n}/seed{seed}/k{k}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/method_agreement/{{model}}/{{skill}}/{{method_a}}+{{method_b}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}.tsv"
+        wildcard_constraints:
+            method_a="|".join(METHODS),
+            method_b="|".join(METHODS),
+        conda:
+            "../envs/mathneuro.yaml"
+        threads: 1
+        resources:
+            mem_mb=weights_job_mem_mb,
+            runtime=runtime_min(2),
+        params:
+            code=code("method_agreement.py"),
+            methods=lambda wc: [wc.method_a, wc.method_b],
+            labels=lambda wc: {
+                "model": wc.model,
+                "control": wc.control,
+                "n_samples": int(wc.n),
+                "seed": int(wc.seed),
+                **study.k.labels(wc.k),
+            },
+        script:
+            "../workflow_scripts/method_agreement.py"

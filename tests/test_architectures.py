@@ -334,3 +334,41 @@ def test_an_edited_moe_model_exports_and_reloads_with_its_edit(tokenizer, tmp_pa
     for name, param in model.named_parameters():
         assert torch.equal(reloaded[name], param), name
     assert all(torch.all(reloaded[n][m] == 0) for n, m in mask.items())
+
+
+# SNIP and fine-tuning on the families whose weights differ most: a dense one, GPT-2's Conv1D,
+# OPT's flattened MLP inputs and an MoE with fused experts.
+BEYOND = ["llama", "gpt2", "opt", "qwen3_moe"]
+
+
+@pytest.mark.parametrize("model_type", BEYOND)
+def test_snip_scores_every_target_and_set_fine_tuning_keeps_every_other_entry(model_type, tokenizer, one_thread):
+    """SNIP's scores equal a reference taking one sample at a time (each expert its own slice of
+    the fused weight), and training a set's entries leaves every other entry bit-identical."""
+    from mathneuro.finetune import finetune
+    from mathneuro.snip import snip_scores
+
+    model = build(model_type)
+    targets = find_targets(model)
+    scores = snip_scores(model, tokenizer, TEXTS[:3], batch_size=2, max_length=32, targets=targets)
+    expected = {t.name: torch.zeros(t.weight.shape) for t in targets}
+    for text in TEXTS[:3]:
+        ids = tokenizer(text, return_tensors="pt")["input_ids"][:, :32]
+        model.zero_grad(set_to_none=True)
+        for p in model.parameters():
+            p.requires_grad_(True)
+        model(input_ids=ids, labels=ids).loss.backward()
+        for t in targets:
+            grad = t.parameter.grad if t.expert is None else expert_view(t.parameter.grad, t.experts)[t.expert]
+            expected[t.name] += (t.weight.detach() * grad).abs()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for t in targets:
+        assert torch.allclose(scores.stats[t.name], expected[t.name], rtol=1e-4, atol=1e-7), t.name
+    mask = mathneuro.top_k(model, scores, 0.1, targets=targets)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    finetune(model, tokenizer, TEXTS, mask, steps=2, batch_size=2, lr=0.01, warmup=0, weight_decay=0.1,
+             max_length=32, log=lambda _: None)
+    for name, param in model.named_parameters():
+        chosen = mask[name] if name in mask.counts() else torch.zeros_like(param, dtype=torch.bool)
+        assert torch.equal(param[~chosen], before[name][~chosen]), name

@@ -98,6 +98,7 @@ OTHER_MEANINGS = [
     ("mathneuro/logs.py", '"mathneuro"'),
     ("mathneuro/configs.py", '/ "mathneuro"'),
     ("mathneuro/intermediates.py", '"topk": "top_k"'),  # the folder of the TopK sets (rules/common.smk's paths)
+    ("mathneuro/intermediates.py", '"snip": "snip_scores"'),  # the folder of SNIP's scores
     ("mathneuro/__init__.py", '"lape_mask": "lape"'),  # the module lape.py
     ("mathneuro/__init__.py", "module 'mathneuro'"),
 ]

@@ -337,7 +337,7 @@ def test_a_gguf_model_names_a_file_transformers_reads(tmp_path, case):
 
 def analysis_lists(config: dict) -> list[str]:
     """Every list-valued key of the analyses' sections (and `methods`), as dotted keys."""
-    sections = ["methods", "pruning", "scaling", "consistency", "data_efficiency", "subskills"]
+    sections = ["methods", "pruning", "scaling", "consistency", "data_efficiency", "subskills", "finetuning"]
     keys = ["methods"] if isinstance(config.get("methods"), list) else []
     for section in sections[1:]:
         keys += [f"{section}.{key}" for key, value in (config.get(section) or {}).items() if isinstance(value, list)]
@@ -390,7 +390,8 @@ def test_a_study_with_every_analysis_it_may_skip_skipped_runs_to_empty_tables(tm
     configfile = write_config(tmp_path / "off.yaml", config)
     snakemake(tmp_path / "work", configfile, "--cores", "2")
     tables = tmp_path / "work" / "results" / "tables" / config["study"]
-    skipped = {"pruning", "scaling", "data_efficiency", "consistency", "layer_overlap", "subskills", "subskill_overlap"}
+    skipped = {"pruning", "scaling", "data_efficiency", "consistency", "layer_overlap", "subskills", "subskill_overlap",
+               "finetuning"}
     for name in TABLES:  # the sets at consistency.k are still made: layers and share count them
         assert pd.read_parquet(tables / f"{name}.parquet").empty == (name in skipped), name
     assert all((tables / "plots" / f"{figure}.png").is_file() for figure in FIGURES)

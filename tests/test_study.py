@@ -42,11 +42,16 @@ def label_cases(config: dict) -> list[tuple[str, callable]]:
     def setter(section, key, wrap=list):
         return lambda c: c[section].__setitem__(key, wrap(["nope"]) if wrap is list else "nope")
 
-    cases = [(f"{s}.k", setter(s, "k")) for s in ("pruning", "scaling", "data_efficiency")]
+    cases = [(f"{s}.k", setter(s, "k")) for s in ("pruning", "scaling", "data_efficiency", "finetuning")]
     cases += [("consistency.k", setter("consistency", "k", wrap=str)), ("pruning.edit", setter("pruning", "edit", str))]
     cases += [(f"{s}.edits", setter(s, "edits")) for s in ("scaling", "data_efficiency")]
     cases += [("methods", lambda c: c.__setitem__("methods", [*c["methods"], "nope"]))]
-    cases += [(f"{s}.methods", setter(s, "methods")) for s in ("pruning", "scaling", "data_efficiency")]
+    cases += [(f"{s}.methods", setter(s, "methods")) for s in ("pruning", "scaling", "data_efficiency", "finetuning")]
+    cases += [("finetuning.edits", setter("finetuning", "edits"))]
+    for label in config.get("finetune", {}):  # each fine-tuning edit's start edit and data set
+        cases += [(f"finetune.{label}.start", lambda c, label=label: c["finetune"][label].update(start="nope")),
+                  (f"finetune.{label}.data", lambda c, label=label: c["finetune"][label].update(data="nope")),
+                  (f"finetune.{label}", lambda c, label=label: c["edits"].update({label: 1.0}))]
     return cases
 
 

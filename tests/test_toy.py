@@ -6,7 +6,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from mathneuro import synthetic, toy
+from mathneuro import synthetic, toy, training
 from mathneuro.tasks import project_configs
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64,
@@ -80,7 +80,7 @@ def test_training_lowers_loss(tokenizer, texts):
                            intermediate_size=64, max_position_embeddings=128, seed=0,
                            tokenizer=tokenizer)
     messages: list[str] = []
-    losses = toy.train(model, tokenizer, texts, steps=40, batch_size=8, lr=1e-2, seed=0,
+    losses = training.train(model, tokenizer, texts, steps=40, batch_size=8, lr=1e-2, seed=0,
                        warmup=5, log_every=20, log=messages.append)
     assert len(losses) == 40
     assert sum(losses[-5:]) / 5 < 0.7 * sum(losses[:5]) / 5
@@ -91,10 +91,10 @@ def test_answer_only_loss_masks_the_prompt(tokenizer, records):
     record = records["math"][0]
     text = synthetic.training_text("math", record)
     prompt = synthetic.prompt_text("math", record)
-    (ids, n_prompt), = toy._encode(tokenizer, [text], 256, [len(prompt)])
+    (ids, n_prompt), = training.encode(tokenizer, [text], 256, [len(prompt)])
     assert tokenizer.decode(ids[:n_prompt], skip_special_tokens=True) == prompt
     assert tokenizer.decode(ids[n_prompt:], skip_special_tokens=True) == " " + record["answer"]
-    labels = toy._collate([(ids, n_prompt), (ids[:5], 0)], tokenizer.pad_token_id)["labels"]
+    labels = training.collate([(ids, n_prompt), (ids[:5], 0)], tokenizer.pad_token_id)["labels"]
     assert (labels[0, :n_prompt] == -100).all() and (labels[0, n_prompt:] >= 0).all()
     assert (labels[1, :5] >= 0).all() and (labels[1, 5:] == -100).all()
 

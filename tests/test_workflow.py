@@ -177,7 +177,7 @@ def test_every_evaluation_keeps_lm_evals_results_and_a_record_of_every_item(run,
     config = compose([TINY])
     suite = config["evaluation"]["suites"]["toy"]
     evaluations = list((run / "results" / "toy" / "eval").rglob("toy.parquet"))  # suite toy
-    planned_evaluations = [j for j in tiny_jobs if j.rule in ("evaluate", "evaluate_base") and j.wc["suite"] == "toy"]
+    planned_evaluations = [j for j in tiny_jobs if j.rule.startswith("evaluate") and j.wc["suite"] == "toy"]
     assert len(evaluations) == len(planned_evaluations) > 20  # every variant, and the unedited model
     for path in evaluations:
         results = json.loads(path.with_name("toy.results.json").read_text())
@@ -208,7 +208,7 @@ def results_json(run: Path, row) -> dict:
     return json.loads((folder / f"{row['suite']}.results.json").read_text())["results"]
 
 
-@pytest.mark.parametrize("name", ["pruning", "scaling", "data_efficiency", "subskills"])
+@pytest.mark.parametrize("name", ["pruning", "scaling", "data_efficiency", "subskills", "finetuning"])
 def test_every_edit_tables_numbers_are_lm_evals_and_its_statistics_the_per_item_records(run, name):
     """Each row's value and base_value are lm-eval's in that variant's and the unedited model's
     results JSON, and the mean of their per-item records in the samples table; each row carries
@@ -388,9 +388,9 @@ def reads_statistics(job: Job) -> bool:
 
 # change -> the jobs that read the changed value (they and their descendants must rerun)
 VALUES = {
-    "K fraction": (k_fraction, lambda c, j: (j.rule == "top_k" or reads_statistics(j)) and j.wc["k"] == c["consistency"]["k"]),
+    "K fraction": (k_fraction, lambda c, j: (j.rule in ("top_k", "snip_top_k") or reads_statistics(j)) and j.wc["k"] == c["consistency"]["k"]),
     "edit factor": (edit_factor, lambda c, j: j.rule == "evaluate" and j.wc["edit"] == c["scaling"]["edits"][0]),
-    "suite limit": (suite_limit, lambda c, j: j.rule in ("evaluate", "evaluate_base") and j.wc["suite"] == "toy"),
+    "suite limit": (suite_limit, lambda c, j: j.rule in ("evaluate", "evaluate_base", "evaluate_finetuned") and j.wc["suite"] == "toy"),
     "LAPE threshold": (lape_threshold, lambda c, j: reads_statistics(j) and METHODS[j.wc["method"]].settings == "lape"),
 }
 
@@ -651,3 +651,46 @@ def test_a_damaged_mask_stops_its_reader_naming_it_and_deleting_it_remakes_only_
     snakemake(study, configfile, "--cores", "2")
     rerun = {f for job in expected for f in job.outputs}
     assert all((study / f).stat().st_mtime_ns == t for f, t in times.items() if f not in rerun)
+
+
+def test_finetuning_trains_each_set_and_the_whole_model_and_keeps_only_what_it_trained(run):
+    """Every run of the fine-tuning analysis evaluated, with its scope; a set's run keeps exactly
+    the set's entries (a sparse delta), a whole-model run every parameter, once per repeat."""
+    from mathneuro import ParameterMask
+    from mathneuro.finetune import load_trained
+
+    config = compose([TINY])
+    tuning, seeds = config["finetuning"], config["identification"]["seeds"]
+    rows = table(run, "finetuning")
+    assert set(zip(rows["method"], rows["seed"], rows["k"], rows["edit"])) == {
+        (m, s, k, e) for m in tuning["methods"] for s in seeds for k in tuning["k"] for e in tuning["edits"]}
+    assert (rows["trained"] == rows["edit"].map(lambda e: config["finetune"][e]["train"])).all()
+    assert table(run, "finetuning", summary=True)["p_value"].notna().all()
+    results = run / "results" / "toy"
+    for seed in seeds:
+        for edit in tuning["edits"]:
+            spec = config["finetune"][edit]
+            if spec["train"] == "set":
+                path = results / "finetuned" / "math" / "mathneuro" / "reading" / "n8" / f"seed{seed}" / "k5pct"
+                trained, meta = load_trained(path / f"{edit}.safetensors")
+                mask = ParameterMask.load(results / "masks" / "math" / "mathneuro" / "reading" / "n8" / f"seed{seed}"
+                                          / "k5pct.safetensors")
+                assert sum(v.numel() for v in trained.values()) == mask.count() and meta["scope"] == "set"
+            else:
+                trained, meta = load_trained(results / "finetuned" / "math" / "all" / f"seed{seed}" / f"{edit}.safetensors")
+                assert meta["scope"] == "all" and len(trained) > 10  # every parameter of the model
+
+
+def test_the_agreement_of_snips_sets_and_mathneuros_is_the_saved_sets_overlap(run):
+    from mathneuro import ParameterMask
+    from mathneuro.masks import overlap
+
+    config = compose([TINY])
+    rows = table(run, "agreement")
+    assert set(zip(rows["method_a"], rows["method_b"])) == {("mathneuro", "snip"), ("snip", "mathneuro")}
+    assert set(rows["seed"]) == set(config["identification"]["seeds"])
+    masks = run / "results" / "toy" / "masks" / "math"
+    for _, row in rows[rows["method_a"] == "mathneuro"].iterrows():
+        sets = [ParameterMask.load(masks / m / row["control"] / f"n{row['n_samples']}" / f"seed{row['seed']}"
+                                   / f"k{row['k']}.safetensors") for m in (row["method_a"], row["method_b"])]
+        assert row["jaccard"] == pytest.approx(overlap(*sets)["jaccard"])

@@ -7,6 +7,7 @@ import torch
 
 from mathneuro import ParameterMask, apply_mask
 from mathneuro.evaluate import results_frame, results_json, run_lm_eval, samples_frame
+from mathneuro.finetune import apply_trained, load_trained
 from mathneuro.logs import log_to
 from mathneuro.provenance import write_parquet
 from mathneuro.models import load_model
@@ -20,6 +21,11 @@ with log_to(snakemake.log[0]) as log:
         mask = ParameterMask.load(inputs.mask)
         apply_mask(model, mask, params.factor)  # the job ends with the model; nothing to restore
         log.info("edited %d parameters by x%s", mask.count(), params.factor)
+    if "trained" in inputs.keys():  # a fine-tuning edit: what its run trained, put in
+        trained, _ = load_trained(inputs.trained)
+        mask = ParameterMask.load(inputs.mask) if params.trained == "set" else None
+        apply_trained(model, trained, mask)
+        log.info("put in what fine-tuning trained: %s, %d tensors", params.trained, len(trained))
     options = ("limit", "subset", "num_fewshot", "max_gen_toks", "gen_kwargs", "apply_chat_template",
                "fewshot_as_multiturn", "system_instruction")
     results = run_lm_eval(model, tokenizer, suite["tasks"], include_path=inputs.tasks, batch_size=params.batch_size,
@@ -27,7 +33,7 @@ with log_to(snakemake.log[0]) as log:
     log.info("batch sizes: %s", results["mathneuro_run"]["batch_sizes"])
     labels = {**params.labels, **{key: suite[key] for key in ("apply_chat_template", "fewshot_as_multiturn", "system_instruction")}}
     table = results_frame(results)
-    samples = samples_frame(results, text=params.factor is None)  # the items' texts once, with the unedited model's
+    samples = samples_frame(results, text=params.labels["method"] == "base")  # the items' texts once, with the unedited model's
     for frame in (table, samples):
         for column, value in labels.items():
             frame[column] = value

@@ -100,8 +100,27 @@ class Study:
                 if os.path.normpath(str(p)) != results and not os.path.normpath(str(p)).startswith(results + os.sep)]
 
     def all_datasets(self) -> list[str]:
-        """The data sets some set is made from: the skill's and controls', and the sub-skills'."""
-        return list(dict.fromkeys([*self.datasets, *self.subskills.datasets()]))
+        """The data sets some set is made from (the skill's and controls', the sub-skills'), and
+        those the fine-tuning edits in use train on."""
+        tuned = [self.config["finetune"][e]["data"] for e in self.config["finetuning"]["edits"]
+                 if e in self.config["finetune"]]
+        return list(dict.fromkeys([*self.datasets, *self.subskills.datasets(), *tuned]))
+
+    def finetune_spec(self, edit: str) -> dict[str, Any]:
+        """A fine-tuning edit's settings as its jobs read them (param: a change reruns them)."""
+        return canonical(self.config["finetune"][edit])
+
+    def trains_per_set(self, edit: str) -> bool:
+        """Whether a fine-tuning edit's run depends on a set (it trains the set's entries, or
+        starts from an edit of it); training every parameter from the unedited model does not."""
+        spec = self.config["finetune"][edit]
+        return spec["train"] == "set" or spec["start"] is not None
+
+    def training_texts(self, edit: str, seed: int) -> dict[str, Any]:
+        """The data spec a fine-tuning run of repeat ``seed`` reads: its data set's texts, as many
+        as its steps use (steps x batch size), drawn under the edit's seed plus the repeat's."""
+        spec = self.config["finetune"][edit]
+        return self.data.spec(spec["data"], spec["steps"] * spec["batch_size"], spec["seed"] + int(seed))
 
     def skill_label(self, skill: str) -> dict[str, str]:
         """An evaluation's ``skill`` label where its set is another skill's than the study's (a

@@ -9,7 +9,7 @@ from typing import Any
 from mathneuro.methods import METHODS, controls as method_controls
 from mathneuro.study.klabels import KLabels
 
-EDIT_ANALYSES = ("pruning", "scaling", "data_efficiency")
+EDIT_ANALYSES = ("pruning", "scaling", "data_efficiency", "finetuning")
 
 
 class Analyses:
@@ -24,6 +24,9 @@ class Analyses:
         efficiency = config["data_efficiency"]
         self.data_efficiency_k = efficiency["k"] or [self.consistency["k"]]
         self.data_efficiency_methods = efficiency["methods"] or config["pruning"]["methods"]
+        tuning = config["finetuning"]
+        self.finetuning_k = tuning["k"] or [self.consistency["k"]]
+        self.finetuning_methods = tuning["methods"] or config["pruning"]["methods"]
 
     def axes(self, analysis: str) -> dict[str, list]:
         """What an edit analysis ('pruning', 'scaling', 'data_efficiency') evaluates, as the values
@@ -33,6 +36,9 @@ class Analyses:
         if analysis == "data_efficiency":
             return {"method": self.data_efficiency_methods, "n_samples": self.consistency["n_samples"],
                     "seed": self.consistency["seeds"], "k": self.data_efficiency_k, "edit": section["edits"]}
+        if analysis == "finetuning":
+            return {"method": self.finetuning_methods, "n_samples": [self.n_samples], "seed": self.seeds,
+                    "k": self.finetuning_k, "edit": section["edits"]}
         return {"method": section["methods"], "n_samples": [self.n_samples], "seed": self.seeds, "k": section["k"],
                 "edit": [section["edit"]] if analysis == "pruning" else section["edits"]}
 
@@ -58,6 +64,21 @@ class Analyses:
         return [(method, control, seed, self._k.of_set(method, k)) for method in self.config["methods"]
                 for control in method_controls(method, self.controls) for seed in self.seeds for k in self.study_k()]
 
+    def agreements(self) -> list[tuple]:
+        """(method_a, method_b, control, seed, k) of every comparison of two methods' sets from the
+        same draw: the skill-specific set against each set ranked by another importance (SNIP's),
+        at the study's K labels (each its own set's K label)."""
+        from mathneuro.methods import SPECIFIC
+
+        methods = self.config["methods"]
+        others = [m for m in methods if METHODS[m].importance != METHODS[SPECIFIC].importance
+                  and METHODS[m].reads == "top_k" and not METHODS[m].top_k_set]
+        if SPECIFIC not in methods:
+            return []
+        return [(SPECIFIC, other, control, seed, k) for other in others
+                for control in method_controls(other, self.controls) if control in method_controls(SPECIFIC, self.controls)
+                for seed in self.seeds for k in self.study_k()]
+
     def selections(self, skill: str) -> dict[str, dict[str, list]]:
         """Each analysis's rows of the evaluations of ``skill``'s sets, as aggregate selects them."""
         return {a: {"skill": [skill], **self.axes(a)} for a in EDIT_ANALYSES}
@@ -73,6 +94,10 @@ class Analyses:
             ("pruning.edit", [config["pruning"]["edit"]], edits, "edits"),
             ("scaling.edits", config["scaling"]["edits"], edits, "edits"),
             ("data_efficiency.edits", config["data_efficiency"]["edits"], edits, "edits"),
+            ("finetuning.k", self.finetuning_k, k, "identification.k"),
+            ("finetuning.edits", config["finetuning"]["edits"], config["finetune"], "finetune"),
+            *[(f"finetune.{label}.start", [spec["start"]] if spec["start"] else [], edits, "edits")
+              for label, spec in config["finetune"].items()],
             ("methods", config["methods"], METHODS, "the methods"),
         ]:
             problems += [f"{key} names {label!r}, not among {what}: {sorted(defined)}"
@@ -81,7 +106,12 @@ class Analyses:
             ("pruning.methods", config["pruning"]["methods"]),
             ("scaling.methods", config["scaling"]["methods"]),
             ("data_efficiency.methods", self.data_efficiency_methods),
+            ("finetuning.methods", self.finetuning_methods),
         ]:
             problems += [f"{key} has {name!r}, which is not in methods: {config['methods']}"
                          for name in names if name not in config["methods"]]
-        return problems
+        problems += [f"finetune.{label} is also an edit's label: name it apart" for label in config["finetune"]
+                     if label in edits]
+        datasets = config["datasets"]
+        return problems + [f"finetune.{label}.data names {spec['data']!r}, not among datasets: {sorted(datasets)}"
+                           for label, spec in config["finetune"].items() if spec["data"] not in datasets]

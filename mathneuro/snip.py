@@ -1,0 +1,88 @@
+"""SNIP importance (gradient-based, for comparison): S_ij = Σ_samples |W_ij · ∂L_sample/∂W_ij|.
+
+The paper's case for forward passes is that gradient-based importance (Panigrahi et al. 2023;
+SNIP in boyiwei/alignment-attribution-code) costs too much for large models. This module computes
+it on the same samples and target matrices as the activation statistics, so its sets can be made
+the way MathNeuro's are (top-K per matrix, the skill's minus the controls') and compared with them,
+and its cost measured (benchmarks/bench_snip.py).
+
+**Which sum.** Each sample's loss is its own language-modelling loss (the mean over its tokens,
+padding excluded), and the absolute value is taken per sample before summing:
+Σ_s |W ⊙ ∇W L_s|. A batched backward, as alignment-attribution-code runs it, gives
+|W ⊙ Σ_s ∇W L_s| per batch instead, where gradients of different samples cancel before the
+absolute value; the two differ whenever samples pull a weight in opposite directions. Here the
+forward pass runs a batch at once (padded), and ``torch.autograd.grad`` takes each sample's loss
+back through the shared graph in turn: exactly the per-sample sum, one forward per batch.
+
+The scores are an :class:`~mathneuro.collect.ActivationStats` with ``statistic="snip_scores"`` whose
+``stats`` hold one full score matrix per target (not a vector per input feature), so
+``mathneuro.select.top_k`` selects from them directly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from mathneuro.collect import ActivationStats
+from mathneuro.select import SCORES
+from mathneuro.targets import Target, expert_view, find_targets, unscored
+
+STATISTIC = SCORES  # the statistic mathneuro.select reads as scores already
+
+
+def _per_sample_losses(model: nn.Module, input_ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+    """Each row's mean next-token loss over its own tokens (padding excluded): shape (batch,)."""
+    logits = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1].float()
+    targets, counted = input_ids[:, 1:], attention[:, 1:].bool()
+    token_loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+    return (token_loss * counted).sum(1) / counted.sum(1).clamp(min=1)
+
+
+def snip_scores(model: nn.Module, tokenizer, texts: Sequence[str], *, max_length: int = 256, batch_size: int = 8,
+                targets: Sequence[Target] | None = None) -> ActivationStats:
+    """Σ over ``texts`` of |W ⊙ ∇W L_text| for every target matrix (module docstring): one
+    forward pass per batch of ``batch_size`` texts, one backward pass per text. Texts are
+    tokenized with the tokenizer's special tokens and truncated to ``max_length`` tokens."""
+    from mathneuro.collect import _batches, _tokenize
+
+    targets = list(targets) if targets is not None else find_targets(model)
+    params = {t.param_name: t.parameter for t in targets}
+    for param in model.parameters():
+        param.requires_grad_(False)
+    for param in params.values():
+        param.requires_grad_(True)
+    device = next(model.parameters()).device
+    ids, truncated = _tokenize(tokenizer, texts, max_length)
+    scores = {t.name: torch.zeros(t.weight.shape, dtype=torch.float32, device=device) for t in targets}
+    names = list(params)
+    n_tokens = 0
+    model.eval()  # no dropout: the gradient of the model that is scored
+    try:
+        for input_ids, attention in _batches(ids, batch_size, tokenizer.pad_token_id):
+            input_ids, attention = input_ids.to(device), attention.to(device)
+            losses = _per_sample_losses(model, input_ids, attention)
+            n_tokens += int(attention.sum())
+            for row in range(len(losses)):
+                grads = dict(zip(names, torch.autograd.grad(losses[row], [params[n] for n in names],
+                                                            retain_graph=row + 1 < len(losses))))
+                with torch.no_grad():
+                    for t in targets:
+                        grad = grads[t.param_name]
+                        if t.expert is not None:
+                            grad = expert_view(grad, t.experts)[t.expert]
+                        scores[t.name] += (t.weight.detach().float() * grad.float()).abs_()
+    finally:
+        for param in model.parameters():
+            param.requires_grad_(False)
+    return ActivationStats(
+        stats={name: s.cpu() for name, s in scores.items()}, statistic=STATISTIC, n_samples=len(ids),
+        n_tokens=n_tokens, n_truncated=int(sum(truncated)),
+        layout={t.name: t.layout() for t in targets},
+        metadata={"model": type(model).__name__, "max_length": str(max_length),
+                  "model_parameters": str(sum(p.numel() for p in model.parameters())),
+                  "unscored": json.dumps(unscored(model, targets))},
+    )
