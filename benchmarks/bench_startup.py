@@ -9,6 +9,10 @@ prints the medians and their ratio:
 
     (a) plain: import the model class and HFLM as transformers does by default
     (b) lean:  lean_transformers() first, then the same imports
+    (c) lean, then ``mathneuro.logs.end_job()``: as every workflow script ends, without the
+        interpreter's teardown of those modules (which (a) and (b) pay at their exit)
+
+Each time is the whole process, from start to exit, as a job pays it.
 
 Run from the repository root:  .venv/bin/python benchmarks/bench_startup.py [--repeats 5]
 """
@@ -33,6 +37,7 @@ JOBS = {
     "plain": "import json\n" + IMPORTS,
     "lean": "import json\nfrom mathneuro.models import lean_transformers\nlean_transformers()\n" + IMPORTS,
 }
+JOBS["lean, end_job"] = JOBS["lean"] + "from mathneuro.logs import end_job\nend_job()\n"
 
 
 def run(code: str) -> tuple[float, list[str]]:
@@ -58,6 +63,9 @@ def main() -> None:
     for name in JOBS:
         print(f"({name}) {median[name]:.2f} s median of {args.repeats}; sklearn/scipy imported: {loaded[name] or 'none'}")
     print(f"lean/plain = {median['lean'] / median['plain']:.2f}; saved {median['plain'] - median['lean']:.2f} s per job")
+    ended = median["lean, end_job"]
+    print(f"(lean, end_job)/lean = {ended / median['lean']:.2f}; saved {median['lean'] - ended:.2f} s per job; "
+          f"against plain {ended / median['plain']:.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"times": times, "median": median, "loaded": loaded}, f, indent=1)

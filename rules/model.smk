@@ -19,7 +19,7 @@ rule train_toy_model:
         model=models_built_as("toy"),
     conda:
         "../envs/mathneuro.yaml"
-    threads: 1  # one thread trains this small model faster than two (README)
+    threads: 2  # nothing else can run yet: 1.47x one thread's speed on a quiet 2-core machine (benchmarks/README.md)
     resources:
         gpu=0,
         mem_mb=4000,

@@ -67,6 +67,40 @@ def test_prompts_match_training_format(test_files, yaml_dir):
             assert lm_task.doc_to_target(record) == (record["target"] if generates else record["label"])
 
 
+def test_templates_compiled_once_render_every_text_as_lm_eval_does(test_files, yaml_dir, monkeypatch):
+    """Inside compiled_templates every document's text, target and choices are lm-eval's own, each
+    template string is compiled once, and lm-eval's apply_template is back afterwards, also after
+    an error."""
+    import lm_eval.utils
+
+    names = [toy_task(t) for t in test_files]
+    tasks = evaluate.task_manager(names, yaml_dir).load(names)["tasks"]
+
+    def rendered():
+        return [(t.doc_to_text(d), t.doc_to_target(d), t.doc_to_choice(d) if t.config.doc_to_choice else None)
+                for t in tasks.values() for d in t.eval_docs]
+
+    plain = rendered()
+    compiled = []
+    monkeypatch.setattr(lm_eval.utils.env, "from_string", _counting(lm_eval.utils.env.from_string, compiled))
+    original = lm_eval.utils.apply_template
+    with evaluate.compiled_templates() as cache:
+        assert rendered() == plain
+        assert rendered() == plain
+    assert len(compiled) == len(cache) == len(set(compiled)) > 0  # once per distinct template
+    assert lm_eval.utils.apply_template is original
+    with pytest.raises(RuntimeError), evaluate.compiled_templates():
+        raise RuntimeError("stop")
+    assert lm_eval.utils.apply_template is original
+
+
+def _counting(function, calls: list):
+    def counted(source, *args, **kwargs):
+        calls.append(source)
+        return function(source, *args, **kwargs)
+    return counted
+
+
 def test_evaluate_tiny_model(tiny, yaml_dir):
     model, tokenizer = tiny
     table = evaluate.evaluate(model, tokenizer, ["toy_math", "toy_reading", "toy_facts"],

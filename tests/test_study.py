@@ -188,10 +188,11 @@ def test_control_k_names_known_k_labels_and_no_k_label_takes_a_sets_name():
 
 
 def default() -> dict:
-    return validated(compose([REPO / "config.yaml"]))
+    """The default with the sub-skill study of its example config."""
+    return validated(compose([REPO / "configs" / "examples" / "subskills.yaml"]))
 
 
-def test_the_default_sub_skill_study_prunes_each_operations_set_made_against_the_others_and_reading():
+def test_the_example_sub_skill_study_prunes_each_operations_set_made_against_the_others_and_reading():
     config = default()
     study, sub = Study(config), config["subskills"]
     assert study.problems() == []

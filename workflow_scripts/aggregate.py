@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from mathneuro.intermediates import read
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.provenance import write_parquet
 from mathneuro.tables import build_tables, name_top_k_set, read_tables, samples_table
 
@@ -35,3 +35,5 @@ with log_to(snakemake.log[0]) as log:
     samples = samples_table(samples)
     write_parquet(samples, output.samples)
     log.info("samples: %d rows", len(samples))
+
+end_job()

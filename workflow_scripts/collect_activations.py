@@ -7,7 +7,7 @@ import torch
 from mathneuro import collect_statistics, find_targets, mlp_activations
 from mathneuro.targets import unscored
 from mathneuro.data import load_texts
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.models import go_offline, load_model
 
 with log_to(snakemake.log[0]) as log:
@@ -37,3 +37,5 @@ with log_to(snakemake.log[0]) as log:
                           spec=json.dumps(params.spec, sort_keys=True), n=wildcards.n, seed=wildcards.seed)
     stats.save(snakemake.output[0])
     log.info("%d tokens, %d samples truncated at %d tokens", stats.n_tokens, stats.n_truncated, params.max_length)
+
+end_job()

@@ -3,7 +3,7 @@ against one control, or one data set's TopK set (the rule's labels say which); o
 (output pairs) and per layer and module type (output layers)."""
 
 from mathneuro import ParameterMask
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.provenance import write_parquet
 from mathneuro.tables import pair_layer_overlaps, pair_overlaps
 
@@ -18,3 +18,5 @@ with log_to(snakemake.log[0]) as log:
     write_parquet(layers, output.layers)
     log.info("per layer and module type: %d rows\n%s", len(layers),
              layers.pivot_table(index="layer", columns="module", values="jaccard", dropna=False).to_string())
+
+end_job()

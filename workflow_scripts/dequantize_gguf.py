@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from mathneuro.gguf import dequantize
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.provenance import fingerprint
 
 with log_to(snakemake.log[0]) as log:
@@ -12,3 +12,5 @@ with log_to(snakemake.log[0]) as log:
     dequantize(params.path, params.file, snakemake.output[0], revision=params.revision,
                offline=params.offline, log=log.info)
     (Path(snakemake.output[0]) / "mathneuro_code.json").write_text(json.dumps({"mathneuro_code": fingerprint()}))
+
+end_job()

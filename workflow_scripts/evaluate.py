@@ -8,7 +8,7 @@ import torch
 from mathneuro import ParameterMask, apply_mask
 from mathneuro.evaluate import results_frame, results_json, run_lm_eval, samples_frame
 from mathneuro.finetune import apply_trained, load_trained
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.provenance import write_parquet
 from mathneuro.models import load_model
 
@@ -42,3 +42,5 @@ with log_to(snakemake.log[0]) as log:
     Path(output.results).write_text(results_json(results))
     log.info("\n%s", table.to_string())
     log.info("%d per-item records kept", len(samples))
+
+end_job()

@@ -6,7 +6,7 @@ import torch
 from mathneuro import ParameterMask
 from mathneuro.data import load_texts
 from mathneuro.finetune import finetune, save_trained
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.models import go_offline, load_model
 
 with log_to(snakemake.log[0]) as log:
@@ -32,3 +32,5 @@ with log_to(snakemake.log[0]) as log:
     save_trained(trained, snakemake.output[0], scope=scope, settings=settings, edit=snakemake.wildcards.edit,
                  texts=run["texts"], mask=mask.provenance if mask is not None else None)
     log.info("saved %d tensors (%d values)", len(trained), sum(t.numel() for t in trained.values()))
+
+end_job()

@@ -2,7 +2,7 @@
 K against the same control): both ordered pairs (mathneuro.tables.set_overlaps)."""
 
 from mathneuro import ParameterMask
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.provenance import write_parquet
 from mathneuro.tables import AGREEMENT_NAMES, set_overlaps
 
@@ -12,3 +12,5 @@ with log_to(snakemake.log[0]) as log:
     table = set_overlaps(masks, AGREEMENT_NAMES, **params.labels)
     write_parquet(table, snakemake.output[0])
     log.info("\n%s", table.to_string())
+
+end_job()

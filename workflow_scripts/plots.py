@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from mathneuro.intermediates import read
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.analyses import FIGURES
 from mathneuro.plots import draw, summary_html
 
@@ -21,3 +21,5 @@ with log_to(snakemake.log[0]) as log:
     for name, page in pages.items():
         Path(page).write_text(summary_html(read(summaries[name], pd.read_parquet), name))
         log.info("summary of %s: %s", name, page)
+
+end_job()

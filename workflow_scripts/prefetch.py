@@ -1,7 +1,7 @@
 """Fill the Hugging Face cache with every model, data set and lm-eval task the config names."""
 
 from mathneuro.data import config_names
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.tasks import task_paths
 
 with log_to(snakemake.log[0]) as log:
@@ -20,3 +20,5 @@ with log_to(snakemake.log[0]) as log:
     if params.tasks:
         get_task_dict(list(params.tasks), TaskManager(include_path=task_paths(params.include_path)))
         log.info("lm-eval tasks %s", params.tasks)
+
+end_job()

@@ -2,7 +2,7 @@
 
 import torch
 
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.methods import READS, make_set
 from mathneuro.provenance import write_parquet
 from mathneuro.tables import mask_counts
@@ -18,3 +18,5 @@ with log_to(snakemake.log[0]) as log:
     parameters = mask.provenance["model_parameters"]
     write_parquet(mask_counts(mask, model_parameters=parameters, **labels), output.counts)
     log.info("k=%s %s/%s: %d of %d parameters", labels["k"], labels["method"], labels["control"], mask.count(), mask.numel())
+
+end_job()

@@ -7,7 +7,7 @@ import torch
 
 from mathneuro import find_targets
 from mathneuro.data import load_texts
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.models import go_offline, load_model
 from mathneuro.snip import snip_scores
 
@@ -29,3 +29,5 @@ with log_to(snakemake.log[0]) as log:
     scores.save(snakemake.output[0])
     log.info("%d tokens in %.1f s; %d samples truncated at %d tokens", scores.n_tokens, time.perf_counter() - start,
              scores.n_truncated, params.max_length)
+
+end_job()

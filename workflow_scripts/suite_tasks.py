@@ -2,7 +2,7 @@
 every other task (lm-eval's, the project's: the toy's, EGSM) included with its data redirected."""
 
 from mathneuro.evaluate import is_bpb_task, write_bpb_tasks
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 
 with log_to(snakemake.log[0]) as log:
     tasks, lm_eval, out = snakemake.params.tasks, snakemake.params.lm_eval, snakemake.output[0]
@@ -18,3 +18,5 @@ with log_to(snakemake.log[0]) as log:
         manifest = write_suite(others, out, include_path=lm_eval["include_path"], local_data=lm_eval["local_data"])
         for name, leaf in manifest["leaves"].items():
             log.info("%s: %s, data %s", name, leaf["source"], leaf["data_files"] or "from the hub")
+
+end_job()

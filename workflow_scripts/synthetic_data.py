@@ -1,7 +1,7 @@
 """Write one synthetic task's train and test splits as JSON lines."""
 
 from mathneuro import synthetic
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 
 with log_to(snakemake.log[0]) as log:
     task, params = snakemake.wildcards.task, snakemake.params
@@ -9,3 +9,5 @@ with log_to(snakemake.log[0]) as log:
     for split, records in splits.items():
         synthetic.write_jsonl(records, snakemake.output[split])
         log.info("%s/%s: %d records", task, split, len(records))
+
+end_job()

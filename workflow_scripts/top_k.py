@@ -6,7 +6,7 @@ from contextlib import ExitStack
 import torch
 
 from mathneuro import ActivationStats, top_k
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.provenance import write_parquet
 from mathneuro.models import load_weights, stored_weights
 from mathneuro.tables import mask_counts
@@ -30,3 +30,5 @@ with log_to(snakemake.log[0]) as log, ExitStack() as stack:
     mask.save(output.mask)
     write_parquet(mask_counts(mask, model_parameters=model_parameters, **params.labels), output.counts)
     log.info("k=%s %s: %d of %d parameters", params.labels["k"], dataset, mask.count(), mask.numel())
+
+end_job()

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from mathneuro.logs import log_to
+from mathneuro.logs import end_job, log_to
 from mathneuro.provenance import fingerprint
 from mathneuro.toy import train_toy
 
@@ -12,3 +12,5 @@ with log_to(snakemake.log[0]) as log:
     train_files = dict(zip(params.tasks, snakemake.input.train))
     train_toy(train_files, snakemake.output[0], **params.hyperparameters, num_threads=snakemake.threads, log=log.info)
     (Path(snakemake.output[0]) / "mathneuro_code.json").write_text(json.dumps({"mathneuro_code": fingerprint()}))
+
+end_job()
