@@ -50,7 +50,7 @@ import torch  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "tests" / "fixtures" / "llama-3.2-1b-config.json"
-JACCARD_FLOOR = 0.9  # bf16 vs fp32 top-5% masks; measured on the CPU (README): 0.9997 tiny, 0.995 1B shape
+JACCARD_FLOOR = 0.9  # bf16 vs fp32 top-5% masks; measured on the CPU (benchmarks/README.md): 0.9997 tiny, 0.995 1B shape
 TIME_LIMIT_S = 240.0
 GSM8K_COT_UNTIL = ["Q:", "</s>", "<|im_end|>"]  # lm-eval's gsm8k_cot generation_kwargs
 # Llama 3's special tokens, by offset from <|begin_of_text|> (the first id after the 128,000 BPE ids)

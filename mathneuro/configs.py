@@ -428,7 +428,7 @@ def gguf_problems(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
             continue  # a hub repository
         if not file.is_file():
             problems.append(f"{key}: GGUF file {file} does not exist (SmolLM2-135M-Instruct's: "
-                            "bash ci/fetch_smollm2.sh; README, A real model on a laptop)")
+                            "bash ci/fetch_smollm2.sh; docs/real-models.md)")
             continue
         try:
             check_gguf(file)

@@ -59,4 +59,4 @@ def cache_problem(key: str, repo_id: str, *, repo_type: str = "model", revision:
     here = Path(repo_id).resolve()
     return (f"{key}: {what} is not in the Hugging Face cache {hub_cache()}, and there is no folder {here}; "
             "with offline: true, fetch it first on a machine with internet: "
-            "snakemake prefetch --configfile <this config> (README: Machines without the hub)")
+            "snakemake prefetch --configfile <this config> (docs/real-models.md: Machines without the hub)")

@@ -101,7 +101,7 @@ def load_model(
         where = "the local folder" if local else "the Hugging Face cache (offline mode)" if is_offline() else "the hub"
         raise OSError(
             f"cannot load model {path!r} from {where}: {err}. On an offline node, prefetch it first "
-            "on a machine with internet (snakemake prefetch, see README)."
+            "on a machine with internet (snakemake prefetch, see docs/real-models.md)."
         ) from err
     if device_map is None:
         model.to(resolve_device(device))

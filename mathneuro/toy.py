@@ -7,7 +7,7 @@ first digit of a number carries the leading space, ``"Ġ4"``), so numbers are sp
 digit by digit and digits stay exclusive to the math task.
 
 Everything is seeded: the same data and seed give bit-identical weights on CPU. ``train_toy``'s
-defaults are the embedded default's (README: its measured time and accuracies). Use many
+defaults are the embedded default's (docs/results.md: its measured time and accuracies). Use many
 distinct math and reading texts: with a few thousand, the model memorises them. ``random_model``
 builds an untrained model of any architecture with a tokenizer trained on given texts.
 """

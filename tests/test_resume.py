@@ -83,7 +83,7 @@ def test_a_run_killed_inside_an_evaluation_and_resumed_gives_the_uninterrupted_t
     assert any((work / ".snakemake" / "incomplete").iterdir())
     assert not (work / "results" / "tables").exists()
 
-    # Resumed as the README says: the killed run's lock released, the incomplete job rerun.
+    # Resumed as docs/caching.md says: the killed run's lock released, the incomplete job rerun.
     snakemake(work, TINY, "--unlock")
     snakemake(work, TINY, "--rerun-incomplete", "--cores", "2")
 
