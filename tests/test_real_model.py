@@ -82,7 +82,13 @@ def test_the_model_was_dequantized_from_the_gguf_file(run):
 
 def test_every_table_is_written_non_empty_and_typed(run):
     plots = run / "results" / "tables" / STUDY / "plots"
+    from mathneuro.methods import METHODS, SPECIFIC
+
     off = set() if CONFIG_DATA.get("subskills") else {"subskills", "subskill_overlap"}  # no sub-skill study here
+    if not (CONFIG_DATA.get("finetuning") or {}).get("edits"):
+        off.add("finetuning")
+    if not any(METHODS[m].importance != METHODS[SPECIFIC].importance for m in CONFIG_DATA["methods"]):
+        off.add("agreement")  # no sets ranked by another importance (SNIP's) to compare
     for name in TABLES:
         assert (len(table(run, name)) > 0) == (name not in off), name
         assert (len(table(run, f"{name}_summary")) > 0) == (name not in off), name
