@@ -12,7 +12,11 @@ padding excluded), and the absolute value is taken per sample before summing:
 |W ⊙ Σ_s ∇W L_s| per batch instead, where gradients of different samples cancel before the
 absolute value; the two differ whenever samples pull a weight in opposite directions. Here the
 forward pass runs a batch at once (padded), and ``torch.autograd.grad`` takes each sample's loss
-back through the shared graph in turn: exactly the per-sample sum, one forward per batch.
+back through the shared graph in turn: exactly the per-sample sum, one forward per batch. Each of
+those backward passes runs through the whole batch's graph, so it costs a batch's backward, not a
+sample's: the time grows with ``batch_size`` (on the toy 15.4x the forward-only collection at 8,
+3.0x at 1; ``benchmarks/README.md``). ``batch_size=1`` is the cheap setting until the forward is
+made per sample.
 
 The scores are an :class:`~mathneuro.collect.ActivationStats` with ``statistic="snip_scores"`` whose
 ``stats`` hold one full score matrix per target (not a vector per input feature), so
