@@ -16,8 +16,9 @@ implementation (``identify.py`` of "Language-Specific Neurons", ACL 2024):
 Neurons specific to the target data set become a ``ParameterMask`` over the weights that read
 them: the down/fc2 column of each neuron, its output. Zeroing it removes the neuron's contribution
 (as zeroing its gate and up rows would, and unlike zeroing an fc1 row, whose bias stays), and
-multiplying it by a factor scales the neuron's output by exactly that factor; the authors' code
-multiplies gate, up and down weights, about factor^3 on the output (README).
+multiplying it by a factor scales the neuron's output by exactly that factor, as the authors'
+LAPE.py does by multiplying the selected neurons' activations in a patched MLP forward
+(docs/method.md).
 
 The entropy is taken over every data set in ``stats`` at once (Tang et al. and the authors' code
 pass all, as does the workflow); ``top_rate`` is the workflow's K. Models that route tokens to
