@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from bench_snip import model_folder, texts  # benchmarks/bench_snip.py, beside this script
+from bench_snip import measure_each_model, model_folder, model_parser, texts  # benchmarks/bench_snip.py, beside this script
 from memory import exact_rss_allocator, peak_rss_growth
 from mathneuro import training
 from mathneuro.finetune import finetune
@@ -87,18 +86,10 @@ def measure(name: str, args: argparse.Namespace, scratch: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", action="append", help="toy, smollm2 or a local folder (repeatable; default toy)")
+    parser = model_parser(__doc__)
     parser.add_argument("--share", type=float, default=0.0145, help="the set's share of each matrix (the toy's K = 5%% set)")
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    with tempfile.TemporaryDirectory() as scratch:
-        for name in args.model or ["toy"]:
-            measure(name, args, Path(scratch))
+    measure_each_model(parser.parse_args(argv), measure)
 
 
 if __name__ == "__main__":

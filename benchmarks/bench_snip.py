@@ -25,7 +25,7 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -99,20 +99,30 @@ def measure(name: str, args: argparse.Namespace, scratch: Path) -> None:
           f"Jaccard {agree['jaccard']:.2f}, overlap rate {agree['overlap_rate']:.2f}")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def model_parser(description: str) -> argparse.ArgumentParser:
+    """The options every model benchmark here takes: the models, texts' length, batch size, threads."""
+    parser = argparse.ArgumentParser(description=description.split("\n\n")[0])
     parser.add_argument("--model", action="append", help="toy, smollm2 or a local folder (repeatable; default toy)")
-    parser.add_argument("--n-texts", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--fraction", type=float, default=0.05)
     parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def measure_each_model(args: argparse.Namespace, measure: Callable[[str, argparse.Namespace, Path], None]) -> None:
+    """``measure(name, args, scratch)`` for every ``--model``, on ``--threads`` threads."""
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as scratch:
         for name in args.model or ["toy"]:
             measure(name, args, Path(scratch))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = model_parser(__doc__)
+    parser.add_argument("--n-texts", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--fraction", type=float, default=0.05)
+    measure_each_model(parser.parse_args(argv), measure)
 
 
 if __name__ == "__main__":
