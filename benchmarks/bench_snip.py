@@ -5,8 +5,8 @@ else the toy's math), it times, interleaved over several repeats (median reporte
 
 (a) ``collect``  ``mathneuro.collect_statistics``: batched forward passes, hooks summing each
                  input feature's per-sample norm (what MathNeuro's sets are made from);
-(b) ``snip``     ``mathneuro.snip.snip_scores``: the same batches forward, and one backward pass
-                 per text, Σ |W ⊙ ∇W L| per sample into a score matrix per target;
+(b) ``snip``     ``mathneuro.snip.snip_scores``: each text alone through the model, forward and
+                 back, Σ |W ⊙ ∇W L| per sample into a score matrix per target;
 
 and the peak RSS growth of each (the weights' gradients and the score matrices against one
 float32 per input feature), and prints b/a for both. It also reports how far the two
@@ -73,8 +73,7 @@ def measure(name: str, args: argparse.Namespace, scratch: Path) -> None:
     runs = {
         "collect": lambda: collect_statistics(model, tokenizer, batch, batch_size=args.batch_size,
                                               max_length=args.max_length, targets=targets),
-        "snip": lambda: snip_scores(model, tokenizer, batch, batch_size=args.batch_size, max_length=args.max_length,
-                                    targets=targets),
+        "snip": lambda: snip_scores(model, tokenizer, batch, max_length=args.max_length, targets=targets),
     }
     seconds = {key: [] for key in runs}
     for _ in range(args.repeats):  # interleaved, so a busy machine slows both alike
@@ -89,7 +88,8 @@ def measure(name: str, args: argparse.Namespace, scratch: Path) -> None:
     parameters = sum(p.numel() for p in model.parameters())
     median = {key: statistics.median(times) for key, times in seconds.items()}
     print(f"{name}: {parameters / 1e6:.1f}M parameters, {len(targets)} target matrices, {len(batch)} texts of at most "
-          f"{args.max_length} tokens, batches of {args.batch_size}, {torch.get_num_threads()} thread(s)")
+          f"{args.max_length} tokens, collected in batches of {args.batch_size} (SNIP: one text at a time), "
+          f"{torch.get_num_threads()} thread(s)")
     print("| importance | time (median of %d) | peak RSS growth |" % args.repeats)
     print("|---|---|---|")
     for key in runs:

@@ -6,17 +6,16 @@ it on the same samples and target matrices as the activation statistics, so its 
 the way MathNeuro's are (top-K per matrix, the skill's minus the controls') and compared with them,
 and its cost measured (benchmarks/bench_snip.py).
 
-**Which sum.** Each sample's loss is its own language-modelling loss (the mean over its tokens,
-padding excluded), and the absolute value is taken per sample before summing:
+**Which sum.** Each sample's loss is its own language-modelling loss (the mean over its
+tokens), and the absolute value is taken per sample before summing:
 Σ_s |W ⊙ ∇W L_s|. A batched backward, as alignment-attribution-code runs it, gives
 |W ⊙ Σ_s ∇W L_s| per batch instead, where gradients of different samples cancel before the
-absolute value; the two differ whenever samples pull a weight in opposite directions. Here the
-forward pass runs a batch at once (padded), and ``torch.autograd.grad`` takes each sample's loss
-back through the shared graph in turn: exactly the per-sample sum, one forward per batch. Each of
-those backward passes runs through the whole batch's graph, so it costs a batch's backward, not a
-sample's: the time grows with ``batch_size`` (on the toy 15.4x the forward-only collection at 8,
-3.0x at 1; ``benchmarks/README.md``). ``batch_size=1`` is the cheap setting until the forward is
-made per sample.
+absolute value; the two differ whenever samples pull a weight in opposite directions. Here each
+sample goes through the model alone (no padding), forward and back: one forward and one backward
+pass per sample, the least a per-sample gradient costs without holding a weight-sized gradient
+per sample. (A batched forward with one backward per sample through the shared graph is exact
+too, but each of those backward passes costs a whole batch's: 15.4x the forward-only collection
+at 8 texts per batch on the toy, against 3.0x one at a time; ``benchmarks/README.md``.)
 
 The scores are an :class:`~mathneuro.collect.ActivationStats` with ``statistic="snip_scores"`` whose
 ``stats`` hold one full score matrix per target (not a vector per input feature), so
@@ -38,20 +37,18 @@ from mathneuro.targets import Target, expert_view, find_targets, unscored
 STATISTIC = SCORES  # the statistic mathneuro.select reads as scores already
 
 
-def _per_sample_losses(model: nn.Module, input_ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
-    """Each row's mean next-token loss over its own tokens (padding excluded): shape (batch,)."""
-    logits = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1].float()
-    targets, counted = input_ids[:, 1:], attention[:, 1:].bool()
-    token_loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
-    return (token_loss * counted).sum(1) / counted.sum(1).clamp(min=1)
+def _loss(model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
+    """One sample's mean next-token loss over its tokens; ``input_ids`` has shape (1, pos)."""
+    logits = model(input_ids=input_ids).logits[0, :-1].float()  # (pos - 1, vocab)
+    return torch.nn.functional.cross_entropy(logits, input_ids[0, 1:])
 
 
-def snip_scores(model: nn.Module, tokenizer, texts: Sequence[str], *, max_length: int = 256, batch_size: int = 8,
+def snip_scores(model: nn.Module, tokenizer, texts: Sequence[str], *, max_length: int = 256,
                 targets: Sequence[Target] | None = None) -> ActivationStats:
     """Σ over ``texts`` of |W ⊙ ∇W L_text| for every target matrix (module docstring): one
-    forward pass per batch of ``batch_size`` texts, one backward pass per text. Texts are
-    tokenized with the tokenizer's special tokens and truncated to ``max_length`` tokens."""
-    from mathneuro.collect import _batches, _tokenize
+    forward and one backward pass per text. Texts are tokenized with the tokenizer's special
+    tokens and truncated to ``max_length`` tokens."""
+    from mathneuro.collect import _tokenize
 
     targets = list(targets) if targets is not None else find_targets(model)
     params = {t.param_name: t.parameter for t in targets}
@@ -63,28 +60,25 @@ def snip_scores(model: nn.Module, tokenizer, texts: Sequence[str], *, max_length
     ids, truncated = _tokenize(tokenizer, texts, max_length)
     scores = {t.name: torch.zeros(t.weight.shape, dtype=torch.float32, device=device) for t in targets}
     names = list(params)
-    n_tokens = 0
     model.eval()  # no dropout: the gradient of the model that is scored
     try:
-        for input_ids, attention in _batches(ids, batch_size, tokenizer.pad_token_id):
-            input_ids, attention = input_ids.to(device), attention.to(device)
-            losses = _per_sample_losses(model, input_ids, attention)
-            n_tokens += int(attention.sum())
-            for row in range(len(losses)):
-                grads = dict(zip(names, torch.autograd.grad(losses[row], [params[n] for n in names],
-                                                            retain_graph=row + 1 < len(losses))))
-                with torch.no_grad():
-                    for t in targets:
-                        grad = grads[t.param_name]
-                        if t.expert is not None:
-                            grad = expert_view(grad, t.experts)[t.expert]
-                        scores[t.name] += (t.weight.detach().float() * grad.float()).abs_()
+        for seq in ids:
+            if len(seq) < 2:
+                continue  # no next token to predict: no loss, no gradient
+            loss = _loss(model, torch.tensor([seq], dtype=torch.long, device=device))
+            grads = dict(zip(names, torch.autograd.grad(loss, [params[n] for n in names])))
+            with torch.no_grad():
+                for t in targets:
+                    grad = grads[t.param_name]
+                    if t.expert is not None:
+                        grad = expert_view(grad, t.experts)[t.expert]
+                    scores[t.name] += (t.weight.detach().float() * grad.float()).abs_()
     finally:
         for param in model.parameters():
             param.requires_grad_(False)
     return ActivationStats(
         stats={name: s.cpu() for name, s in scores.items()}, statistic=STATISTIC, n_samples=len(ids),
-        n_tokens=n_tokens, n_truncated=int(sum(truncated)),
+        n_tokens=sum(map(len, ids)), n_truncated=int(sum(truncated)),
         layout={t.name: t.layout() for t in targets},
         metadata={"model": type(model).__name__, "max_length": str(max_length),
                   "model_parameters": str(sum(p.numel() for p in model.parameters())),

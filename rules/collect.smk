@@ -63,7 +63,6 @@ rule snip_scores:
         model=model_params,
         spec=lambda wc: study.data.spec(wc.dataset, wc.n, wc.seed),
         local_data=dataset_local_data,
-        batch_size=config["snip_scores"]["batch_size"],
         max_length=config["identification"]["max_length"],
         targets=study.targets,
     script:

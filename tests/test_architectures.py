@@ -350,7 +350,7 @@ def test_snip_scores_every_target_and_set_fine_tuning_keeps_every_other_entry(mo
 
     model = build(model_type)
     targets = find_targets(model)
-    scores = snip_scores(model, tokenizer, TEXTS[:3], batch_size=2, max_length=32, targets=targets)
+    scores = snip_scores(model, tokenizer, TEXTS[:3], max_length=32, targets=targets)
     expected = {t.name: torch.zeros(t.weight.shape) for t in targets}
     for text in TEXTS[:3]:
         ids = tokenizer(text, return_tensors="pt")["input_ids"][:, :32]

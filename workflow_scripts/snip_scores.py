@@ -19,10 +19,9 @@ with log_to(snakemake.log[0]) as log:
     texts = load_texts(params.spec, local_data=params.local_data)  # data errors surface before the model loads
     model, tokenizer = load_model(**params.model)
     targets = find_targets(model, **params.targets)
-    log.info("%d texts, %d target matrices, batches of %d", len(texts), len(targets), params.batch_size)
+    log.info("%d texts, %d target matrices, one at a time", len(texts), len(targets))
     start = time.perf_counter()
-    scores = snip_scores(model, tokenizer, texts, max_length=params.max_length, batch_size=params.batch_size,
-                         targets=targets)
+    scores = snip_scores(model, tokenizer, texts, max_length=params.max_length, targets=targets)
     scores.metadata.update(model=params.model["path"], model_revision=str(params.model["revision"]),
                            dataset=wildcards.dataset, spec=json.dumps(params.spec, sort_keys=True), n=wildcards.n,
                            seed=wildcards.seed)
