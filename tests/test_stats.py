@@ -125,3 +125,22 @@ def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="positive"):
         ratio_change([1.0], [0.0])
     assert math.isnan(ratio_change([])["change"])
+
+
+def test_holm_leaves_garbage_collection_as_it_found_it():
+    """holm freezes the heap around statsmodels' call (which runs gc.collect every time): after
+    it, nothing stays frozen, and objects made before it are collected again as ever."""
+    import gc
+    import weakref
+
+    class Cycle:
+        pass
+
+    made = Cycle()
+    made.me = made  # a reference cycle: only the collector frees it
+    alive = weakref.ref(made)
+    del made
+    holm([0.01, 0.2])
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    gc.collect()
+    assert alive() is None
