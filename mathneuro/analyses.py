@@ -4,6 +4,10 @@ Kept free of heavy imports, so that the workflow can name every output without l
 or matplotlib; ``mathneuro.tables`` builds the tables, ``mathneuro.plots`` draws the figures.
 """
 
+# The method, control and K labels of the rows of a fine-tuning run that needs no set (every
+# parameter trained from the unedited model); their n_samples is 0, their k_fraction missing.
+NO_SET = "none"
+
 TABLES = [  # each with a summary
     "pruning", "scaling", "data_efficiency", "finetuning", "consistency", "layer_overlap", "layers", "share",
     "subskills", "subskill_overlap", "agreement",

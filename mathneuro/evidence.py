@@ -179,10 +179,10 @@ def summary_statistics(summary: pd.DataFrame, table: pd.DataFrame, outcomes, gro
     repeats pooled: each item with all its repeats, against the unedited model and against the
     baseline's repeats of the same seeds."""
     keys = [c for c in VARIANT if c != "seed"] + ["suite", "task", "metric"]
-    seeds = {k: list(part["seed"]) for k, part in table.groupby(keys, dropna=False, sort=False)}
+    seeds = {_plain(k): list(part["seed"]) for k, part in table.groupby(keys, dropna=False, sort=False)}
     rows = []
     for _, row in summary.iterrows():
-        repeats = seeds.get(tuple(row[c] for c in keys))
+        repeats = seeds.get(_plain(row[c] for c in keys))
         base_value = row.get("base_value_mean")
         rows.append(_comparisons({**row, "base_value": base_value}, repeats, outcomes, groups) if repeats else {})
     columns = [c for c in SUMMARY_COLUMNS if "significant" not in c]
@@ -191,6 +191,11 @@ def summary_statistics(summary: pd.DataFrame, table: pd.DataFrame, outcomes, gro
     out["significant"] = out["p_holm"] < ALPHA
     out["baseline_significant"] = out["baseline_p_holm"] < ALPHA
     return out.astype(SUMMARY_COLUMNS)
+
+
+def _plain(values) -> tuple:
+    """Labels as a key that missing values match by (None for each: NaN != NaN)."""
+    return tuple(None if pd.isna(v) else v for v in values)
 
 
 def _holm(frame: pd.DataFrame, columns: Mapping[str, str]) -> pd.DataFrame:

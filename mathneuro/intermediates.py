@@ -44,8 +44,8 @@ def producer(path: str | Path, results: str = "results") -> str | None:
     if len(below) >= 2 and below[1] in PRODUCERS:
         if below[1] == "eval" and len(below) > 2 and below[2] == "base":
             return "evaluate_base"
-        if below[1] == "finetuned" and len(below) > 3 and below[3] == "all":
-            return "finetune_unedited"
+        if below[1] in ("finetuned", "eval") and len(below) > 3 and below[3] == "all":  # <model>/<kind>/<skill>/all/
+            return "finetune_unedited" if below[1] == "finetuned" else "evaluate_finetuned_unedited"
         return PRODUCERS[below[1]]
     return None
 

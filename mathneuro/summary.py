@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mathneuro.analyses import NO_SET
 from mathneuro.evaluate import BPB_PREFIX, is_bpb_task, is_generated_task
 from mathneuro.methods import METHODS, SPECIFIC, describe, set_name
 from mathneuro.tasks import project_task_names
@@ -89,6 +90,8 @@ def columns(tasks: Sequence[str]) -> dict[str, list[str]]:
 
 def set_label(method: str, control: str, skill: str, k: str, k_fraction: float) -> str:
     """How the README names a set: 'MathNeuro (math − reading)', 'Wanda (top 5% on math)'..."""
+    if method == NO_SET:
+        return "every parameter (no set)"
     return describe(method, skill=skill, control=control, k_fraction=k_fraction)
 
 
@@ -385,6 +388,8 @@ def report(folder: str | Path, skill: str | None = None) -> str:
         return list(dict.fromkeys(table.sort_values("k_fraction")["k"]))
 
     def k_text(table, k):
+        if k == NO_SET:
+            return "no set (every parameter trained)"
         return f"K = {100 * float(table.loc[table['k'] == k, 'k_fraction'].iloc[0]):g}% per matrix"
 
     for label, table in (("Pruned", pruning), ("Scaled", _read(folder, "scaling")),
@@ -392,7 +397,7 @@ def report(folder: str | Path, skill: str | None = None) -> str:
         if table is None or not len(table):
             continue
         for k in ks(table):
-            for edit in dict.fromkeys(table["edit"]):
+            for edit in dict.fromkeys(table.loc[table["k"] == k, "edit"]):
                 frame = variant_table(table, share, k=k, edit=edit, skill=skill, hidden_size=hidden)
                 parts.append(f"{label} ({edit}), {k_text(table, k)}:\n\n{markdown(frame)}")
                 if "change_low" in table:

@@ -12,7 +12,7 @@ from snakemake.logging import logger
 from snakemake.utils import validate
 
 from mathneuro import freshness
-from mathneuro.analyses import FIGURES, REPORT_CATEGORIES, TABLES
+from mathneuro.analyses import FIGURES, NO_SET, REPORT_CATEGORIES, TABLES
 from mathneuro.configs import compose
 from mathneuro.methods import METHODS, SPECIFIC, TOP_K, made_methods, sources
 from mathneuro.methods import controls as method_controls
@@ -136,6 +136,12 @@ def trained_path(model, skill, method, control, n, seed, k, edit):
         variant = f"{skill}/{method}/{control}/n{n}/seed{seed}/k{k}"
         return f"{RESULTS}/{model}/finetuned/{variant}/{edit}.safetensors"
     return f"{RESULTS}/{model}/finetuned/{skill}/all/seed{seed}/{edit}.safetensors"
+
+
+def unedited_run_eval_path(model, skill, seed, edit, suite, kind="table"):
+    """One evaluation of a fine-tuning run that needs no set (every parameter trained from the
+    unedited model): one per repeat, beside its run's path."""
+    return f"{RESULTS}/{model}/eval/{skill}/all/seed{seed}/{edit}/{suite}{EVAL_SUFFIXES[kind]}"
 
 
 def base_eval_path(model, suite, kind="table"):
@@ -369,6 +375,8 @@ def evaluation_files(model, kind="table"):
     for variant in study.analyses.evaluated_variants():
         for s in study.suites.evaluated:
             files.append(eval_path(model, study.skill, *variant, s, kind))
+    for seed, edit in study.analyses.unedited_runs():
+        files += [unedited_run_eval_path(model, study.skill, seed, edit, s, kind) for s in study.suites.evaluated]
     for variant in study.subskills.variants():
         files += [eval_path(model, *variant, s, kind) for s in study.subskills.suites()]
     return list(dict.fromkeys(files))

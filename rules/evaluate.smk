@@ -106,7 +106,9 @@ use rule evaluate as evaluate_finetuned with:
             wc.model, wc.skill, wc.method, wc.control, wc.n, wc.seed, wc.k, wc.edit
         ),
     wildcard_constraints:
-        edit=edits_constraint(config["finetune"]),
+        edit=edits_constraint(
+            [e for e in config["finetune"] if study.trains_per_set(e)]
+        ),
     params:
         factor=None,
         trained=lambda wc: config["finetune"][wc.edit]["train"],
@@ -121,4 +123,45 @@ use rule evaluate as evaluate_finetuned with:
             **study.skill_label(wc.skill),
             "edit": wc.edit,
             "trained": config["finetune"][wc.edit]["train"],
+        },
+
+
+use rule evaluate as evaluate_finetuned_unedited with:
+    """A fine-tuning run that needs no set (every parameter trained from the unedited model),
+    evaluated once per repeat; its rows carry no set, K or draw (mathneuro.analyses.NO_SET)."""
+    input:
+        model=model_input,
+        tasks=lambda wc: suite_dir(wc.suite),
+        trained=lambda wc: trained_path(
+            wc.model, wc.skill, None, None, None, wc.seed, None, wc.edit
+        ),
+    output:
+        **{
+            kind: unedited_run_eval_path(
+                "{model}", "{skill}", "{seed}", "{edit}", "{suite}", kind
+            )
+            for kind in EVAL_SUFFIXES
+        },
+    log:
+        "logs/evaluate/{model}/{skill}/all/seed{seed}/{edit}/{suite}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/evaluate/{{model}}/{{skill}}/all/seed{{seed}}/{{edit}}/{{suite}}.tsv"
+    wildcard_constraints:
+        edit=edits_constraint(
+            [e for e in config["finetune"] if not study.trains_per_set(e)]
+        ),
+    params:
+        factor=None,
+        trained="all",
+        labels=lambda wc: {
+            "model": wc.model,
+            "suite": wc.suite,
+            "method": NO_SET,
+            "control": NO_SET,
+            "n_samples": 0,
+            "seed": int(wc.seed),
+            "k": NO_SET,
+            **study.skill_label(wc.skill),
+            "edit": wc.edit,
+            "trained": "all",
         },

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from snakemake.utils import validate
 
+from mathneuro.analyses import NO_SET
 from mathneuro.configs import compose
 from mathneuro.methods import METHODS, TOP_K, control_sets, controls
 from mathneuro.study import EDIT_ANALYSES, Analyses, Data, KLabels, Models, Study, Subskills, Suites, canonical
@@ -91,11 +92,23 @@ def test_the_schema_names_what_it_refuses(change, named):
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_an_analysis_evaluates_its_axes_crossed_with_each_methods_controls(path):
     study = Study(validated(compose([path])))
+    config = study.config
     for analysis in EDIT_ANALYSES:
         axes = study.analyses.axes(analysis)
+        edits = [e for e in axes["edit"] if analysis != "finetuning" or study.trains_per_set(e)]
         expected = [(m, c, n, seed, study.k.of_set(m, k), edit) for m in axes["method"] for c in controls(m, study.controls)
-                    for n, seed, k, edit in itertools.product(axes["n_samples"], axes["seed"], axes["k"], axes["edit"])]
+                    for n, seed, k, edit in itertools.product(axes["n_samples"], axes["seed"], axes["k"], edits)]
         assert study.analyses.variants(analysis) == expected
+    # a fine-tuning run that needs no set (every parameter, from the unedited model): once per
+    # repeat, whatever the methods and K, and its rows are the finetuning table's too
+    unedited = [e for e in config["finetuning"]["edits"] if not study.trains_per_set(e)]
+    assert study.analyses.unedited_runs() == [(seed, e) for e in unedited for seed in study.seeds]
+    for e in unedited:
+        assert config["finetune"][e]["train"] == "all" and config["finetune"][e]["start"] is None
+    selection = study.analyses.selections(study.skill)["finetuning"]
+    assert (NO_SET in selection["method"]) == bool(unedited) == (0 in selection["n_samples"])
+    for analysis in EDIT_ANALYSES:
+        axes = study.analyses.axes(analysis)
         assert set(axes["method"]) <= set(METHODS) and set(axes["k"]) <= set(study.k.fractions)
     everything = [v for a in EDIT_ANALYSES for v in study.analyses.variants(a)]
     assert study.analyses.evaluated_variants() == list(dict.fromkeys(everything))

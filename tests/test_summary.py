@@ -118,6 +118,34 @@ def test_the_command_prints_every_k_from_a_tables_folder(tmp_path):
     assert missing.returncode == 1 and "pruning_summary.parquet" in missing.stderr
 
 
+def test_a_fine_tuning_run_without_a_set_is_printed_once_under_no_k(tmp_path):
+    """The finetuning table's rows of a run that trains every parameter of the unedited model carry
+    no set (analyses.NO_SET): the summary prints them in a table of their own, not once per K."""
+    from mathneuro.analyses import NO_SET
+
+    pruning, share = summaries()
+    per_set = pruning_table()
+    per_set = per_set[(per_set["k"] == "5pct") & per_set["method"].isin(["mathneuro", "random"])].assign(
+        edit="learn", factor=float("nan"))
+    unedited = per_set[per_set["method"] == "mathneuro"].assign(
+        method=NO_SET, control=NO_SET, k=NO_SET, k_fraction=float("nan"), n_samples=0, edit="learn_all",
+        value=lambda t: t["base_value"] - 0.05)
+    unedited["change"] = unedited["value"] - unedited["base_value"]
+    tuned = summarize(pd.concat([per_set, unedited], ignore_index=True), EVAL_MEASURES)
+    folder = tmp_path / "tables"
+    folder.mkdir()
+    pruning.to_parquet(folder / "pruning_summary.parquet")
+    share.to_parquet(folder / "share_summary.parquet")
+    tuned.to_parquet(folder / "finetuning_summary.parquet")
+    text = report(folder)
+    assert text.count("Fine-tuned (learn), K = 5% per matrix:") == 1
+    assert text.count("Fine-tuned (learn_all)") == 1
+    table = text.split("Fine-tuned (learn_all), no set (every parameter trained):\n\n", 1)[1].split("\n\n", 1)[0]
+    rows = table.splitlines()[2:]
+    assert [r.split(" | ")[0] for r in rows] == ["| none", "| every parameter (no set)"]
+    assert rows[1].endswith("| 86.0 | 86.5 | 95.0 | 90.0 |")  # each base value less 5 points
+
+
 def test_columns_pool_an_lm_eval_family_and_keep_generated_tasks_apart():
     tasks = ["mmlu_nutrition", "bpb_mmlu", "gsm8k_cot", "mmlu_abstract_algebra", "bpb_gsm8k", "toy_math"]
     assert columns(tasks) == {

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from dag import ALWAYS, Job, descendants, fake_finished_run, planned, snakemake, write_config
 
-from mathneuro.analyses import FIGURES, TABLES
+from mathneuro.analyses import FIGURES, NO_SET, TABLES
 from mathneuro.configs import compose
 from mathneuro.methods import METHODS
 
@@ -200,7 +200,9 @@ def test_every_evaluation_keeps_lm_evals_results_and_a_record_of_every_item(run,
 def results_json(run: Path, row) -> dict:
     """lm-eval's results of the evaluation a table row (or the unedited model, method 'base') comes from."""
     folder = run / "results" / row["model"] / "eval"
-    if row["method"] != "base":
+    if row["method"] == NO_SET:  # a fine-tuning run of every parameter from the unedited model
+        folder = folder / row["skill"] / "all" / f"seed{row['seed']}" / row["edit"]
+    elif row["method"] != "base":
         folder = (folder / row["skill"] / row["method"] / row["control"] / f"n{row['n_samples']}" / f"seed{row['seed']}"
                   / f"k{row['k']}" / row["edit"])
     else:
@@ -390,7 +392,7 @@ def reads_statistics(job: Job) -> bool:
 VALUES = {
     "K fraction": (k_fraction, lambda c, j: (j.rule in ("top_k", "snip_top_k") or reads_statistics(j)) and j.wc["k"] == c["consistency"]["k"]),
     "edit factor": (edit_factor, lambda c, j: j.rule == "evaluate" and j.wc["edit"] == c["scaling"]["edits"][0]),
-    "suite limit": (suite_limit, lambda c, j: j.rule in ("evaluate", "evaluate_base", "evaluate_finetuned") and j.wc["suite"] == "toy"),
+    "suite limit": (suite_limit, lambda c, j: j.rule.startswith("evaluate") and j.wc["suite"] == "toy"),
     "LAPE threshold": (lape_threshold, lambda c, j: reads_statistics(j) and METHODS[j.wc["method"]].settings == "lape"),
 }
 
@@ -662,8 +664,13 @@ def test_finetuning_trains_each_set_and_the_whole_model_and_keeps_only_what_it_t
     config = compose([TINY])
     tuning, seeds = config["finetuning"], config["identification"]["seeds"]
     rows = table(run, "finetuning")
-    assert set(zip(rows["method"], rows["seed"], rows["k"], rows["edit"])) == {
-        (m, s, k, e) for m in tuning["methods"] for s in seeds for k in tuning["k"] for e in tuning["edits"]}
+    per_set = [e for e in tuning["edits"] if config["finetune"][e]["train"] == "set" or config["finetune"][e]["start"]]
+    unedited = [e for e in tuning["edits"] if e not in per_set]
+    assert per_set and unedited  # the tiny config has both kinds
+    assert set(zip(rows["method"], rows["seed"], rows["k"], rows["edit"], rows["n_samples"])) == {
+        *[(m, s, k, e, config["identification"]["n_samples"]) for m in tuning["methods"] for s in seeds
+          for k in tuning["k"] for e in per_set],
+        *[(NO_SET, s, NO_SET, e, 0) for s in seeds for e in unedited]}  # one evaluation per repeat, no set
     assert (rows["trained"] == rows["edit"].map(lambda e: config["finetune"][e]["train"])).all()
     assert table(run, "finetuning", summary=True)["p_value"].notna().all()
     results = run / "results" / "toy"

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mathneuro.methods import METHODS
-from mathneuro.study.analyses import EDIT_ANALYSES, Analyses
+from mathneuro.study.analyses import EDIT_ANALYSES, Analyses, trains_per_set
 from mathneuro.study.common import canonical
 from mathneuro.study.data import Data
 from mathneuro.study.klabels import KLabels
@@ -113,8 +113,7 @@ class Study:
     def trains_per_set(self, edit: str) -> bool:
         """Whether a fine-tuning edit's run depends on a set (it trains the set's entries, or
         starts from an edit of it); training every parameter from the unedited model does not."""
-        spec = self.config["finetune"][edit]
-        return spec["train"] == "set" or spec["start"] is not None
+        return trains_per_set(self.config["finetune"][edit])
 
     def training_texts(self, edit: str, seed: int) -> dict[str, Any]:
         """The data spec a fine-tuning run of repeat ``seed`` reads: its data set's texts, as many

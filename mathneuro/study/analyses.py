@@ -6,10 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mathneuro.analyses import NO_SET
 from mathneuro.methods import METHODS, controls as method_controls
 from mathneuro.study.klabels import KLabels
 
 EDIT_ANALYSES = ("pruning", "scaling", "data_efficiency", "finetuning")
+
+
+def trains_per_set(spec: Mapping[str, Any]) -> bool:
+    """Whether a fine-tuning edit's run (its ``finetune`` entry) depends on a set: it trains the
+    set's entries, or starts from an edit of it. Training every parameter from the unedited model
+    does not: it is one run per repeat, evaluated once (its rows labelled ``analyses.NO_SET``)."""
+    return spec["train"] == "set" or spec["start"] is not None
 
 
 class Analyses:
@@ -43,12 +51,20 @@ class Analyses:
                 "edit": [section["edit"]] if analysis == "pruning" else section["edits"]}
 
     def variants(self, analysis: str) -> list[tuple]:
-        """(method, control, n, seed, k, edit) of every evaluated variant of an analysis (k: the
-        set's K label, composite where the controls' K differs)."""
+        """(method, control, n, seed, k, edit) of every evaluated variant of an analysis that edits
+        a set (k: the set's K label, composite where the controls' K differs); the fine-tuning runs
+        that need no set are :meth:`unedited_runs`."""
         axes = self.axes(analysis)
+        edits = [e for e in axes["edit"] if analysis != "finetuning" or trains_per_set(self.config["finetune"][e])]
         return [(method, control, n, seed, self._k.of_set(method, k), edit)
                 for method in axes["method"] for control in method_controls(method, self.controls)
-                for n in axes["n_samples"] for seed in axes["seed"] for k in axes["k"] for edit in axes["edit"]]
+                for n in axes["n_samples"] for seed in axes["seed"] for k in axes["k"] for edit in edits]
+
+    def unedited_runs(self) -> list[tuple[int, str]]:
+        """(seed, edit) of every fine-tuning run of the analysis that trains every parameter of the
+        unedited model: one run and one evaluation per repeat, whatever the sets."""
+        return [(seed, edit) for edit in self.config["finetuning"]["edits"] for seed in self.seeds
+                if edit in self.config["finetune"] and not trains_per_set(self.config["finetune"][edit])]
 
     def evaluated_variants(self) -> list[tuple]:
         """Every variant some edit analysis evaluates, once, in the analyses' order."""
@@ -81,7 +97,12 @@ class Analyses:
 
     def selections(self, skill: str) -> dict[str, dict[str, list]]:
         """Each analysis's rows of the evaluations of ``skill``'s sets, as aggregate selects them."""
-        return {a: {"skill": [skill], **self.axes(a)} for a in EDIT_ANALYSES}
+        out = {a: {"skill": [skill], **self.axes(a)} for a in EDIT_ANALYSES}
+        if self.unedited_runs():  # their rows: no set, no K, no draw
+            tuning = out["finetuning"]
+            tuning |= {"method": [*tuning["method"], NO_SET], "k": [*tuning["k"], NO_SET],
+                       "n_samples": [*tuning["n_samples"], 0]}
+        return out
 
     def problems(self, edits: Mapping[str, float]) -> list[str]:
         """Every K label, edit and method the analyses name is defined where it must be."""
