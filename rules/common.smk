@@ -376,7 +376,10 @@ def evaluation_files(model, kind="table"):
         for s in study.suites.evaluated:
             files.append(eval_path(model, study.skill, *variant, s, kind))
     for seed, edit in study.analyses.unedited_runs():
-        files += [unedited_run_eval_path(model, study.skill, seed, edit, s, kind) for s in study.suites.evaluated]
+        files += [
+            unedited_run_eval_path(model, study.skill, seed, edit, s, kind)
+            for s in study.suites.evaluated
+        ]
     for variant in study.subskills.variants():
         files += [eval_path(model, *variant, s, kind) for s in study.subskills.suites()]
     return list(dict.fromkeys(files))

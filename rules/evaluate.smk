@@ -128,7 +128,8 @@ use rule evaluate as evaluate_finetuned with:
 
 use rule evaluate as evaluate_finetuned_unedited with:
     """A fine-tuning run that needs no set (every parameter trained from the unedited model),
-    evaluated once per repeat; its rows carry no set, K or draw (mathneuro.analyses.NO_SET)."""
+    evaluated once per repeat; its rows carry no set, K or draw (mathneuro.analyses.NO_SET).
+    """
     input:
         model=model_input,
         tasks=lambda wc: suite_dir(wc.suite),

@@ -194,7 +194,9 @@ def test_every_evaluation_keeps_lm_evals_results_and_a_record_of_every_item(run,
         batch = pd.read_parquet(path)
         assert (batch["batch_size"] == config["models"]["toy"]["eval_batch_size"]).all()
     samples = table(run, "samples")
-    assert set(samples["method"]) == {"base", *config["pruning"]["methods"], *config["scaling"]["methods"]}
+    tuned = [config["finetune"][e] for e in config["finetuning"]["edits"]]
+    no_set = [NO_SET] if any(spec["train"] == "all" and not spec.get("start") for spec in tuned) else []
+    assert set(samples["method"]) == {"base", *config["pruning"]["methods"], *config["scaling"]["methods"], *no_set}
 
 
 def results_json(run: Path, row) -> dict:
@@ -664,7 +666,7 @@ def test_finetuning_trains_each_set_and_the_whole_model_and_keeps_only_what_it_t
     config = compose([TINY])
     tuning, seeds = config["finetuning"], config["identification"]["seeds"]
     rows = table(run, "finetuning")
-    per_set = [e for e in tuning["edits"] if config["finetune"][e]["train"] == "set" or config["finetune"][e]["start"]]
+    per_set = [e for e in tuning["edits"] if config["finetune"][e]["train"] == "set" or config["finetune"][e].get("start")]
     unedited = [e for e in tuning["edits"] if e not in per_set]
     assert per_set and unedited  # the tiny config has both kinds
     assert set(zip(rows["method"], rows["seed"], rows["k"], rows["edit"], rows["n_samples"])) == {
