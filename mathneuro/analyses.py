@@ -7,6 +7,7 @@ or matplotlib; ``mathneuro.tables`` builds the tables, ``mathneuro.plots`` draws
 # The method, control and K labels of the rows of a fine-tuning run that needs no set (every
 # parameter trained from the unedited model); their n_samples is 0, their k_fraction missing.
 NO_SET = "none"
+NO_SET_LABEL = "every parameter (no set)"  # how the summary and the figures name such rows
 
 TABLES = [  # each with a summary
     "pruning", "scaling", "data_efficiency", "finetuning", "consistency", "layer_overlap", "layers", "share",

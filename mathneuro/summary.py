@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mathneuro.analyses import NO_SET
+from mathneuro.analyses import NO_SET, NO_SET_LABEL
 from mathneuro.evaluate import BPB_PREFIX, is_bpb_task, is_generated_task
 from mathneuro.methods import METHODS, SPECIFIC, describe, set_name
 from mathneuro.tasks import project_task_names
@@ -91,7 +91,7 @@ def columns(tasks: Sequence[str]) -> dict[str, list[str]]:
 def set_label(method: str, control: str, skill: str, k: str, k_fraction: float) -> str:
     """How the README names a set: 'MathNeuro (math − reading)', 'Wanda (top 5% on math)'..."""
     if method == NO_SET:
-        return "every parameter (no set)"
+        return NO_SET_LABEL
     return describe(method, skill=skill, control=control, k_fraction=k_fraction)
 
 
@@ -389,7 +389,7 @@ def report(folder: str | Path, skill: str | None = None) -> str:
 
     def k_text(table, k):
         if k == NO_SET:
-            return "no set (every parameter trained)"
+            return NO_SET_LABEL
         return f"K = {100 * float(table.loc[table['k'] == k, 'k_fraction'].iloc[0]):g}% per matrix"
 
     for label, table in (("Pruned", pruning), ("Scaled", _read(folder, "scaling")),

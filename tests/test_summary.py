@@ -140,7 +140,7 @@ def test_a_fine_tuning_run_without_a_set_is_printed_once_under_no_k(tmp_path):
     text = report(folder)
     assert text.count("Fine-tuned (learn), K = 5% per matrix:") == 1
     assert text.count("Fine-tuned (learn_all)") == 1
-    table = text.split("Fine-tuned (learn_all), no set (every parameter trained):\n\n", 1)[1].split("\n\n", 1)[0]
+    table = text.split("Fine-tuned (learn_all), every parameter (no set):\n\n", 1)[1].split("\n\n", 1)[0]
     rows = table.splitlines()[2:]
     assert [r.split(" | ")[0] for r in rows] == ["| none", "| every parameter (no set)"]
     assert rows[1].endswith("| 86.0 | 86.5 | 95.0 | 90.0 |")  # each base value less 5 points
