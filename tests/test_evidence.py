@@ -15,6 +15,7 @@ from statsmodels.stats.multitest import multipletests
 from mathneuro.evidence import BASELINES
 from mathneuro.methods import METHODS
 from mathneuro.stats import ratio_change
+from mathneuro.summary import change_table
 from mathneuro.tables import build_tables
 
 SPECIFIC = next(iter(BASELINES))  # the method whose sets have a same-count baseline (MathNeuro)
@@ -33,23 +34,28 @@ def flipped(reference: np.ndarray, share: float, seed: int) -> np.ndarray:
     return np.where(rng.random(len(reference)) < share, 1 - reference, reference)
 
 
-def variants() -> list[dict]:
+def variants(methods) -> list[dict]:
     """The unedited model and each set's repeats, labelled as evaluate jobs label them."""
     base = {"model": "m", "method": "base", "suite": "s"}
     edited = [{"model": "m", "method": method, "control": "c" if method != OTHER else "none", "n_samples": 10,
                "seed": seed, "k": "5pct", "k_fraction": 0.05, "edit": "x0", "factor": 0.0, "suite": "s"}
-              for method in (SPECIFIC, BASELINE, OTHER) for seed in SEEDS]
+              for method in methods for seed in SEEDS]
     return [base, *edited]
 
 
 @pytest.fixture(scope="module")
 def study():
-    """Per-item records of every variant on a task, two subtasks of two groups (one weighted by
-    size, one by subtask) and a bits-per-byte task, with the result rows lm-eval would report."""
+    return evaluated((SPECIFIC, BASELINE, OTHER))
+
+
+def evaluated(methods):
+    """Per-item records of the unedited model and each method's sets on a task, two subtasks of two
+    groups (one weighted by size, one by subtask) and a bits-per-byte task, with the result rows
+    lm-eval would report, and the edit tables built from them."""
     sizes = {"t": 120, **LEAVES}
     texts = np.random.default_rng(9).integers(40, 300, size=80).astype(float)
     rows, items = [], []
-    for i, labels in enumerate(variants()):
+    for i, labels in enumerate(variants(methods)):
         scores = {task: outcomes(n, 0.7, 100 + j) for j, (task, n) in enumerate(sizes.items())}
         if labels["method"] != "base":
             share = {SPECIFIC: 0.35, BASELINE: 0.05, OTHER: 0.5}[labels["method"]]
@@ -80,7 +86,7 @@ def study():
                           pd.DataFrame(columns=["model", "method", "control", "n_samples", "k", "k_fraction",
                                                 "seed_a", "seed_b", "layer", "module", "numel", "size_a", "size_b",
                                                 "intersection", "union", "jaccard", "overlap_rate"]),
-                          selections={"pruning": {"method": [SPECIFIC, BASELINE, OTHER]}}, samples=samples,
+                          selections={"pruning": {"method": list(methods)}}, samples=samples,
                           groups=groups, skill="math")
     return tables["pruning"], samples
 
@@ -114,6 +120,16 @@ def test_each_repeat_is_tested_against_the_unedited_model_and_its_baseline_with_
             assert row["baseline_p"] == pytest.approx(exact_mcnemar(theirs, mine), rel=1e-12)
         else:
             assert pd.isna(row["baseline"]) and pd.isna(row["baseline_p"])
+
+
+def test_a_set_whose_baseline_was_not_evaluated_names_no_baseline():
+    """An analysis that edits a set without its same-count baseline (a scaling with only the
+    methods' own sets) has nothing to compare it with: no baseline, not an empty comparison."""
+    (table, summary), _ = evaluated((SPECIFIC, OTHER))
+    for frame in (table, summary):
+        assert frame["baseline"].isna().all() and frame["baseline_p_holm"].isna().all()
+        assert frame["p_value"].notna().any()  # its comparison with the unedited model stands
+    assert not change_table(summary, k="5pct", edit="x0")["set"].str.startswith("  −").any()  # no "− random" row
 
 
 def test_holm_adjusts_each_task_and_metrics_rows_together(study):
