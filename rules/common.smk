@@ -135,6 +135,11 @@ def trained_path(model, skill, method, control, n, seed, k, edit):
     if study.trains_per_set(edit):
         variant = f"{skill}/{method}/{control}/n{n}/seed{seed}/k{k}"
         return f"{RESULTS}/{model}/finetuned/{variant}/{edit}.safetensors"
+    return unedited_trained_path(model, skill, seed, edit)
+
+
+def unedited_trained_path(model, skill, seed, edit):
+    """What a fine-tuning run that needs no set trained: one per repeat."""
     return f"{RESULTS}/{model}/finetuned/{skill}/all/seed{seed}/{edit}.safetensors"
 
 

@@ -106,9 +106,7 @@ use rule evaluate as evaluate_finetuned with:
             wc.model, wc.skill, wc.method, wc.control, wc.n, wc.seed, wc.k, wc.edit
         ),
     wildcard_constraints:
-        edit=edits_constraint(
-            [e for e in config["finetune"] if study.trains_per_set(e)]
-        ),
+        edit=edits_constraint(study.finetune_edits(per_set=True)),
     params:
         factor=None,
         trained=lambda wc: config["finetune"][wc.edit]["train"],
@@ -133,9 +131,7 @@ use rule evaluate as evaluate_finetuned_unedited with:
     input:
         model=model_input,
         tasks=lambda wc: suite_dir(wc.suite),
-        trained=lambda wc: trained_path(
-            wc.model, wc.skill, None, None, None, wc.seed, None, wc.edit
-        ),
+        trained=lambda wc: unedited_trained_path(wc.model, wc.skill, wc.seed, wc.edit),
     output:
         **{
             kind: unedited_run_eval_path(
@@ -148,12 +144,10 @@ use rule evaluate as evaluate_finetuned_unedited with:
     benchmark:
         f"{RESULTS}/benchmarks/evaluate/{{model}}/{{skill}}/all/seed{{seed}}/{{edit}}/{{suite}}.tsv"
     wildcard_constraints:
-        edit=edits_constraint(
-            [e for e in config["finetune"] if not study.trains_per_set(e)]
-        ),
+        edit=edits_constraint(study.finetune_edits(per_set=False)),
     params:
         factor=None,
-        trained="all",
+        trained=lambda wc: config["finetune"][wc.edit]["train"],
         labels=lambda wc: {
             "model": wc.model,
             "suite": wc.suite,
@@ -164,5 +158,5 @@ use rule evaluate as evaluate_finetuned_unedited with:
             "k": NO_SET,
             **study.skill_label(wc.skill),
             "edit": wc.edit,
-            "trained": "all",
+            "trained": config["finetune"][wc.edit]["train"],
         },

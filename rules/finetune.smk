@@ -20,9 +20,7 @@ rule finetune:
     benchmark:
         f"{RESULTS}/benchmarks/finetune/{{model}}/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}.tsv"
     wildcard_constraints:
-        edit=edits_constraint(
-            [e for e in config["finetune"] if study.trains_per_set(e)]
-        ),
+        edit=edits_constraint(study.finetune_edits(per_set=True)),
     conda:
         "../envs/mathneuro.yaml"
     threads: model_threads
@@ -44,12 +42,10 @@ use rule finetune as finetune_unedited with:
         model=model_input,
         data=finetune_data,
     output:
-        f"{RESULTS}/{{model}}/finetuned/{{skill}}/all/seed{{seed}}/{{edit}}.safetensors",
+        unedited_trained_path("{model}", "{skill}", "{seed}", "{edit}"),
     log:
         "logs/finetune/{model}/{skill}/all/seed{seed}/{edit}.log",
     benchmark:
         f"{RESULTS}/benchmarks/finetune/{{model}}/{{skill}}/all/seed{{seed}}/{{edit}}.tsv"
     wildcard_constraints:
-        edit=edits_constraint(
-            [e for e in config["finetune"] if not study.trains_per_set(e)]
-        ),
+        edit=edits_constraint(study.finetune_edits(per_set=False)),

@@ -105,6 +105,9 @@ def test_an_analysis_evaluates_its_axes_crossed_with_each_methods_controls(path)
     assert study.analyses.unedited_runs() == [(seed, e) for e in unedited for seed in study.seeds]
     for e in unedited:
         assert config["finetune"][e]["train"] == "all" and config["finetune"][e]["start"] is None
+    per_set, no_set = study.finetune_edits(per_set=True), study.finetune_edits(per_set=False)
+    assert sorted(per_set + no_set) == sorted(config["finetune"]) and not set(per_set) & set(no_set)
+    assert all(config["finetune"][e]["train"] == "set" or config["finetune"][e]["start"] for e in per_set)
     selection = study.analyses.selections(study.skill)["finetuning"]
     assert (NO_SET in selection["method"]) == bool(unedited) == (0 in selection["n_samples"])
     for analysis in EDIT_ANALYSES:

@@ -115,6 +115,10 @@ class Study:
         starts from an edit of it); training every parameter from the unedited model does not."""
         return trains_per_set(self.config["finetune"][edit])
 
+    def finetune_edits(self, *, per_set: bool) -> list[str]:
+        """The fine-tuning edits whose runs depend on a set (``per_set``), or those that do not."""
+        return [edit for edit in self.config["finetune"] if self.trains_per_set(edit) == per_set]
+
     def training_texts(self, edit: str, seed: int) -> dict[str, Any]:
         """The data spec a fine-tuning run of repeat ``seed`` reads: its data set's texts, as many
         as its steps use (steps x batch size), drawn under the edit's seed plus the repeat's."""
