@@ -158,7 +158,7 @@ def _comparisons(row: Mapping, seeds: Sequence, outcomes, groups) -> dict[str, f
     out = {"n_items": stats.get("n_items"), "lost": stats.get("lost"), "gained": stats.get("gained"),
            "change_low": stats.get("low"), "change_high": stats.get("high"), "p_value": stats.get("p_value")}
     baseline = BASELINES.get(row["method"])
-    theirs = [items({**row, "method": baseline, "seed": seed}) for seed in seeds] if baseline else [None]
+    theirs = [items({**row, "method": baseline, "seed": seed}) for seed in seeds] if baseline else []
     if any(frame is not None for frame in theirs):  # a baseline not evaluated in this analysis: none
         against = compare(own, theirs, weights=weights)
         out |= {"baseline": baseline, "baseline_change": against.get("change"), "baseline_low": against.get("low"),

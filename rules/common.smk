@@ -130,16 +130,14 @@ def eval_path(model, skill, method, control, n, seed, k, edit, suite, kind="tabl
 
 
 def trained_path(model, skill, method, control, n, seed, k, edit):
-    """What a fine-tuning edit trained (mathneuro.finetune): per set, or, for every parameter
-    trained from the unedited model, per repeat alone."""
-    if study.trains_per_set(edit):
-        variant = f"{skill}/{method}/{control}/n{n}/seed{seed}/k{k}"
-        return f"{RESULTS}/{model}/finetuned/{variant}/{edit}.safetensors"
-    return unedited_trained_path(model, skill, seed, edit)
+    """What a fine-tuning edit that depends on a set trained (mathneuro.finetune): one per set."""
+    variant = f"{skill}/{method}/{control}/n{n}/seed{seed}/k{k}"
+    return f"{RESULTS}/{model}/finetuned/{variant}/{edit}.safetensors"
 
 
 def unedited_trained_path(model, skill, seed, edit):
-    """What a fine-tuning run that needs no set trained: one per repeat."""
+    """What a fine-tuning run that needs no set trained (every parameter, from the unedited
+    model): one per repeat."""
     return f"{RESULTS}/{model}/finetuned/{skill}/all/seed{seed}/{edit}.safetensors"
 
 

@@ -14,7 +14,16 @@ rule finetune:
         ),
         data=finetune_data,
     output:
-        f"{RESULTS}/{{model}}/finetuned/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}.safetensors",
+        trained_path(
+            "{model}",
+            "{skill}",
+            "{method}",
+            "{control}",
+            "{n}",
+            "{seed}",
+            "{k}",
+            "{edit}",
+        ),
     log:
         "logs/finetune/{model}/{skill}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}.log",
     benchmark:
