@@ -29,8 +29,9 @@ from mathneuro.tasks import project_task_names
 # A task's metric, first found: exact match of the toy and GSM8K, accuracy of multiple choice.
 METRICS = ("exact_match,none", "exact_match,strict-match", "exact_match,flexible-extract", "acc,none")
 TASK_LABELS = {"toy_math": "math", "toy_math_reworded": "reworded math", "toy_reading": "reading",
-               "toy_facts": "facts", "toy_math_add": "addition", "toy_math_sub": "subtraction",
-               "toy_math_mul": "multiplication"}
+               "toy_reading_numbers": "reading: numbers", "toy_reading_words": "reading: words",
+               "toy_facts": "facts", "toy_facts_numbers": "facts: numbers", "toy_facts_words": "facts: words",
+               "toy_math_add": "addition", "toy_math_sub": "subtraction", "toy_math_mul": "multiplication"}
 
 
 def pick_metric(metrics: Sequence[str]) -> str:

@@ -25,17 +25,21 @@ Tasks
 
 ``"reading"`` (mirrors RACE)
     A short story of two to four sentences, each about a different person and a
-    different kind of detail (where they went, their pet, the colour of their coat,
-    what they ate), followed by one question about one detail. Details are drawn at
-    random per story, so the answer cannot be memorised: the model must find it in
-    the story. The three distractors are details of the same kind that are not in
-    the story. Train and test stories are drawn independently and no test prompt
-    occurs in the train split.
+    different kind of detail, followed by one question about one detail. Half the kinds
+    are words (where they went, their pet, the colour of their coat, what they ate), half
+    are numbers (their age, how many of an item they have, the year they were born, what
+    they paid), so a story usually states numbers and half the questions are answered by a
+    number read from the story, never computed. Details are drawn at random per story, so
+    the answer cannot be memorised: the model must find it in the story. The three
+    distractors are details of the same kind that are not in the story. Train and test
+    stories are drawn independently and no test prompt occurs in the train split.
 
 ``"facts"`` (mirrors MMLU)
     Closed-book recall from a fixed knowledge base generated from the seed:
-    invented creatures (``"the zorbel"``), each with a home, a colour, a food and a
-    sound; ``ceil(n_test / 4)`` creatures (at least 16), so nearly every fact is tested. Every relation can be asked in three phrasings. For a fact that is in the
+    invented creatures (``"the zorbel"``), each with four word attributes (a home, a
+    colour, a food, a sound) and four numeric ones (its legs, lifespan in years, length
+    in centimetres, the year it was first seen); ``ceil(n_test / 8)`` creatures (at least
+    16), so nearly every fact is tested. Every relation can be asked in three phrasings. For a fact that is in the
     test split, one phrasing is held out for the test question and the other two
     appear (with independent distractors) in training; facts not in the test split
     are trained in all phrasings. The model therefore learns every fact in training
@@ -44,10 +48,16 @@ Tasks
 
 Multiple-choice records (reading, facts) have ``question`` (the full prompt text,
 including the story), ``choices`` (list of str), ``label`` (index of the correct
-choice) and ``answer`` (the correct choice text).
+choice), ``answer`` (the correct choice text) and ``numeric`` (whether the answer is a
+number: the item asks for a number read from the story or recalled, which the evaluation
+reports apart as ``toy_reading_numbers`` and ``toy_facts_numbers``).
 
-Separability by design: digits and the symbols ``+ - * = < #`` occur only in the math
-task, so some input features of the model are used by math alone.
+Numbers in every task, computing in one: the controls state and ask numbers as real text
+does (RACE stories and MMLU questions hold years, counts and measures), so reading digits
+is no skill of math alone; only math *computes* (its worked answers and the symbols
+``+ - * = < #`` occur in math alone). A set found as math minus reading can then not be
+"the entries that read digits" without costing reading's numeric items, which the
+tables show apart.
 ``prompt_text`` and ``training_text`` define the exact text format shared by the
 trainer (``mathneuro.toy``) and the lm-eval task YAMLs (``mathneuro.evaluate``).
 """
@@ -79,7 +89,13 @@ ITEMS = (
 )
 CONTAINERS = ("boxes", "bags", "jars", "packs", "baskets")
 
-# reading: relation -> (sentence template, question template, values)
+def _numbers(low: int, high: int, step: int = 1) -> tuple[str, ...]:
+    """The numbers from ``low`` to ``high`` (inclusive) as strings: a numeric relation's values,
+    all of one length, so no choice of an item is likelier for being shorter."""
+    return tuple(str(v) for v in range(low, high + 1, step))
+
+
+# reading: relation -> (sentence template, question template, values); the last four are numbers
 READING_RELATIONS = {
     "place": ("{name} went to the {value}.", "Where did {name} go?",
               ("market", "river", "garden", "forest", "library", "beach", "farm",
@@ -93,9 +109,14 @@ READING_RELATIONS = {
     "food": ("{name} ate some {value}.", "What did {name} eat?",
              ("bread", "soup", "rice", "cheese", "pears", "plums", "noodles", "cake",
               "honey", "grapes")),
+    "age": ("{name} is {value} years old.", "How old is {name}?", _numbers(10, 89)),
+    "count": ("{name} has {value} marbles.", "How many marbles does {name} have?", _numbers(10, 99)),
+    "born": ("{name} was born in {value}.", "In which year was {name} born?", _numbers(1900, 2019)),
+    "price": ("{name} paid {value} coins for a lamp.", "How many coins did {name} pay for the lamp?",
+              _numbers(10, 99)),
 }
 
-# facts: relation -> (three question phrasings, values)
+# facts: relation -> (three question phrasings, values); the last four are numbers
 FACT_RELATIONS = {
     "home": (("Where does the {entity} live?",
               "In which place does the {entity} make its home?",
@@ -117,6 +138,22 @@ FACT_RELATIONS = {
               "How does the {entity} call out?"),
              ("hoot", "chirp", "growl", "hiss", "whistle", "squeak", "roar", "buzz",
               "croak", "howl")),
+    "legs": (("How many legs does the {entity} have?",
+              "The {entity} walks on how many legs?",
+              "What is the number of legs of the {entity}?"),
+             _numbers(2, 8, 2)),
+    "lifespan": (("How many years does the {entity} live?",
+                  "What is the lifespan of the {entity} in years?",
+                  "For how many years can the {entity} live?"),
+                 _numbers(10, 99)),
+    "length": (("How long is the {entity} in centimetres?",
+                "What is the length of the {entity} in centimetres?",
+                "How many centimetres long is the {entity}?"),
+               _numbers(10, 95)),
+    "found": (("In which year was the {entity} first seen?",
+               "When was the {entity} first seen?",
+               "The {entity} was first seen in which year?"),
+              _numbers(1700, 1999)),
 }
 ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z",
           "br", "gl", "kr", "pl", "st", "th", "tr", "sk")
@@ -271,12 +308,12 @@ def _mc_record(record_id: str, question: str, correct: str, distractors: list[st
     choices = [correct, *distractors[: N_CHOICES - 1]]
     rng.shuffle(choices)
     return {"id": record_id, "question": question, "choices": choices,
-            "label": choices.index(correct), "answer": correct}
+            "label": choices.index(correct), "answer": correct, "numeric": correct.isdigit()}
 
 
 def _reading_record(rng: random.Random, split: str, index: int) -> Record:
-    """A story of 2-4 people, each with a fact of a different kind; ask about one."""
-    n_people = rng.randint(2, len(READING_RELATIONS))
+    """A story of 2-4 people, each with a detail of a different kind; ask about one."""
+    n_people = rng.randint(2, 4)
     relations = rng.sample(sorted(READING_RELATIONS), n_people)
     people = rng.sample(NAMES, n_people)
     story_values = [rng.choice(READING_RELATIONS[r][2]) for r in relations]
@@ -284,7 +321,8 @@ def _reading_record(rng: random.Random, split: str, index: int) -> Record:
                      for r, p, v in zip(relations, people, story_values))
     asked = rng.randrange(n_people)
     _, ask, values = READING_RELATIONS[relations[asked]]
-    distractors = rng.sample([v for v in values if v != story_values[asked]], N_CHOICES - 1)
+    told = set(story_values)  # no distractor is a detail the story states, of any kind
+    distractors = rng.sample([v for v in values if v not in told], N_CHOICES - 1)
     question = f"{story}\nQuestion: {ask.format(name=people[asked])}"
     return _mc_record(f"reading-{split}-{index:05d}", question, story_values[asked],
                       distractors, rng)

@@ -77,10 +77,19 @@ def is_local_only(hub_id: Any) -> bool:
     return isinstance(hub_id, str) and hub_id.startswith(LOCAL_ONLY)
 
 
-def local_only_data(task: str) -> str | None:
-    """The data set of project task ``task`` when no hub holds it, else None."""
-    hub_id = project_configs().get(task, {}).get("dataset_path")
-    return hub_id if is_local_only(hub_id) else None
+def project_data(task: str) -> list[str]:
+    """The data sets (``dataset_path``) that project task ``task`` reads, a group's those of its
+    members; [] for a task the project does not define."""
+    config = project_configs().get(task, {})
+    if "group" in config:
+        return sorted({hub_id for member in config.get("task", []) if isinstance(member, str)
+                       for hub_id in project_data(member)})
+    return [config["dataset_path"]] if config.get("dataset_path") else []
+
+
+def local_only_data(task: str) -> list[str]:
+    """The data sets no hub holds that project task (or group) ``task`` reads, else []."""
+    return [hub_id for hub_id in project_data(task) if is_local_only(hub_id)]
 
 
 def unserved_tasks(suites: Mapping[str, Mapping[str, Any]], local_data: Mapping[str, Any]) -> list[str]:
@@ -90,7 +99,7 @@ def unserved_tasks(suites: Mapping[str, Mapping[str, Any]], local_data: Mapping[
         f"evaluation.suites.{suite}.tasks has {task!r}, whose data set {hub_id} no hub holds: local_data "
         f"needs an entry {hub_id!r} (the toy's: the files rule synthetic_data writes, as in config.yaml)"
         for suite, entry in suites.items() for task in entry["tasks"]
-        if (hub_id := local_only_data(task)) and local_entry(local_data, hub_id) is None
+        for hub_id in local_only_data(task) if local_entry(local_data, hub_id) is None
     ]
 
 

@@ -59,12 +59,14 @@ def test_prompts_match_training_format(test_files, yaml_dir):
     names = [toy_task(t) for t in test_files]
     tasks = evaluate.task_manager(names, yaml_dir).load(names)["tasks"]
     for task, path in test_files.items():
-        lm_task = tasks[toy_task(task)]
-        generates = lm_task.config.output_type == "generate_until"
-        assert generates == (task in ("math", "math_reworded", *synthetic.OPERATIONS))
-        for record in synthetic.read_jsonl(path):
-            assert lm_task.doc_to_text(record) == synthetic.prompt_text(task, record)
-            assert lm_task.doc_to_target(record) == (record["target"] if generates else record["label"])
+        leaves = [toy_task(task)] if toy_task(task) in tasks else [f"{toy_task(task)}_{kind}" for kind in ("numbers", "words")]
+        for leaf in leaves:  # reading and facts: a group of their number and word items
+            lm_task = tasks[leaf]
+            generates = lm_task.config.output_type == "generate_until"
+            assert generates == (task in ("math", "math_reworded", *synthetic.OPERATIONS))
+            for record in synthetic.read_jsonl(path):
+                assert lm_task.doc_to_text(record) == synthetic.prompt_text(task, record)
+                assert lm_task.doc_to_target(record) == (record["target"] if generates else record["label"])
 
 
 def test_templates_compiled_once_render_every_text_as_lm_eval_does(test_files, yaml_dir, monkeypatch):
@@ -106,9 +108,17 @@ def test_evaluate_tiny_model(tiny, yaml_dir):
     table = evaluate.evaluate(model, tokenizer, ["toy_math", "toy_reading", "toy_facts"],
                               include_path=yaml_dir, limit=3, batch_size=4, max_gen_toks=8)
     assert list(table.columns) == evaluate.COLUMNS
-    assert set(table["task"]) == {"toy_math", "toy_reading", "toy_facts"}
+    groups = {"toy_reading": "reading", "toy_facts": "facts"}  # each of its number and its word items
+    leaves = {f"{group}_{kind}": (task, kind == "numbers") for group, task in groups.items() for kind in ("numbers", "words")}
+    assert set(table["task"]) == {"toy_math", *groups, *leaves}
     assert set(table["metric"]) >= {"exact_match,strict-match", "acc,none"}
-    assert table["value"].between(0, 1).all() and (table["n"] == 3).all()
+    assert table["value"].between(0, 1).all()
+    n = table.set_index("task")["n"]
+    assert n["toy_math"] == 3 and n[list(groups)].isna().all()  # lm-eval counts a group's items nowhere
+    files = _files(yaml_dir)
+    for leaf, (task, numeric) in leaves.items():  # the first 3 items of each kind (limit is per leaf task)
+        kind = [r for r in synthetic.read_jsonl(files[task]) if r["numeric"] == numeric]
+        assert n[leaf] == min(3, len(kind))
 
 
 def test_task_manager_skips_builtins_for_local_tasks(yaml_dir):
@@ -152,18 +162,18 @@ def test_suite_options_reach_lm_eval_and_the_samples_show_what_the_model_saw_and
     model, tokenizer = tiny
     tokenizer = copy.deepcopy(tokenizer)
     tokenizer.chat_template = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{% endfor %}<|assistant|>"
-    results = evaluate.run_lm_eval(model, tokenizer, ["toy_math", "toy_reading"], include_path=yaml_dir, limit=2,
+    results = evaluate.run_lm_eval(model, tokenizer, ["toy_math", "toy_reading_words"], include_path=yaml_dir, limit=2,
                                    batch_size=2, max_gen_toks=4, apply_chat_template=True,
                                    system_instruction="Be brief.", log_samples=True)
     samples = evaluate.samples_frame(results)
     assert list(samples.columns) == evaluate.SAMPLE_COLUMNS
-    assert set(samples["task"]) == {"toy_math", "toy_reading"} and len(samples) == 4
+    assert set(samples["task"]) == {"toy_math", "toy_reading_words"} and len(samples) == 4
     assert samples["prompt"].str.startswith("<|system|>Be brief.").all()
     math = samples[samples["task"] == "toy_math"]
     assert (math["metric"] == "exact_match,strict-match").all() and math["score"].isin([0.0, 1.0]).all()
     assert math["chosen"].isna().all() and math["response"].notna().all()
-    reading = samples[samples["task"] == "toy_reading"]
-    records = synthetic.read_jsonl(next(p for t, p in _files(yaml_dir).items() if t == "reading"))
+    reading = samples[samples["task"] == "toy_reading_words"]
+    records = [r for r in synthetic.read_jsonl(_files(yaml_dir)["reading"]) if not r["numeric"]]
     for _, item in reading.iterrows():  # the chosen answer, and whether it is the record's
         record = records[item["doc_id"]]
         assert item["response"].strip() == record["choices"][item["chosen"]].strip()
@@ -172,12 +182,14 @@ def test_suite_options_reach_lm_eval_and_the_samples_show_what_the_model_saw_and
     import json
 
     written = json.loads(evaluate.results_json(results))
-    assert written["versions"] == {"toy_math": 1.0, "toy_reading": 1.0} and "samples" not in written
+    assert written["versions"] == {"toy_math": 1.0, "toy_reading_words": 2.0} and "samples" not in written
 
 
 def _files(yaml_dir):
-    """task -> its test file, as written into the suite's task YAMLs."""
-    written = {task: yaml.safe_load((yaml_dir / f"{toy_task(task)}.yaml").read_text()) for task in ("math", "reading")}
+    """task -> its test file, as written into the suite's task YAMLs (reading's and facts' by their
+    word items' leaf task)."""
+    leaves = {"math": "toy_math", "reading": "toy_reading_words", "facts": "toy_facts_words"}
+    written = {task: yaml.safe_load((yaml_dir / f"{leaf}.yaml").read_text()) for task, leaf in leaves.items()}
     return {task: Path(config["dataset_kwargs"]["data_files"]["test"][0]) for task, config in written.items()}
 
 
@@ -239,7 +251,7 @@ def test_auto_searches_at_the_longest_request_and_records_the_batch_sizes(long_c
 
 
 def test_a_fixed_batch_size_is_recorded_for_every_kind_of_request(tiny, yaml_dir):
-    results = evaluate.run_lm_eval(*tiny, ["toy_math", "toy_reading"], include_path=yaml_dir, limit=2,
+    results = evaluate.run_lm_eval(*tiny, ["toy_math", "toy_reading_words"], include_path=yaml_dir, limit=2,
                                    batch_size=3, max_gen_toks=2)
     assert results["mathneuro_run"]["batch_sizes"] == {"generate_until": 3, "loglikelihood": 3}
     assert (evaluate.results_frame(results)["batch_size"] == 3).all()
@@ -265,13 +277,15 @@ def test_a_subset_is_n_items_per_task_drawn_under_the_seed_alone(n, seed):
 
 
 def test_lm_eval_evaluates_exactly_the_subsets_items_and_records_them(tiny, yaml_dir):
-    results = evaluate.run_lm_eval(*tiny, ["toy_math", "toy_reading"], include_path=yaml_dir,
-                                   subset={"n": 3, "seed": 5}, batch_size=8, max_gen_toks=2)
+    results = evaluate.run_lm_eval(*tiny, ["toy_math", "toy_facts_numbers"], include_path=yaml_dir,
+                                   subset={"n": 2, "seed": 5}, batch_size=8, max_gen_toks=2)
     chosen = results["mathneuro_run"]["subset"]
-    assert chosen == evaluate.subset_indices({"toy_math": 6, "toy_reading": 6}, 3, 5)
+    numbers = sum(r["numeric"] for r in synthetic.read_jsonl(_files(yaml_dir)["facts"]))
+    assert numbers > 2
+    assert chosen == evaluate.subset_indices({"toy_math": 6, "toy_facts_numbers": numbers}, 2, 5)
     samples = evaluate.samples_frame(results)
     for task, items in chosen.items():
         assert sorted(samples.loc[samples["task"] == task, "doc_id"].unique()) == items
-    assert (evaluate.results_frame(results)["n"] == 3).all()
+    assert (evaluate.results_frame(results)["n"] == 2).all()
     with pytest.raises(ValueError, match="not both"):
         evaluate.run_lm_eval(*tiny, ["toy_math"], include_path=yaml_dir, limit=2, subset={"n": 1, "seed": 0})

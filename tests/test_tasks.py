@@ -104,9 +104,31 @@ def test_each_synthetic_task_is_asked_in_the_prompt_the_toy_model_is_trained_on(
 
     configs = project_configs()
     for task, name in TOY_TASKS.items():
-        template = jinja2.Template(configs[name]["doc_to_text"], keep_trailing_newline=True)
-        for record in synthetic.generate(task, n_train=0, n_test=5, seed=0)["test"]:
-            assert template.render(**record) == synthetic.prompt_text(task, record)
+        leaves = configs[name]["task"] if "group" in configs[name] else [name]  # reading, facts: groups
+        for leaf in leaves:
+            template = jinja2.Template(configs[leaf]["doc_to_text"], keep_trailing_newline=True)
+            for record in synthetic.generate(task, n_train=0, n_test=5, seed=0)["test"]:
+                assert template.render(**record) == synthetic.prompt_text(task, record)
+
+
+@pytest.mark.parametrize("task", ["reading", "facts"])
+def test_a_control_group_splits_its_items_by_numeric_answer(task, tmp_path):
+    """toy_reading and toy_facts are groups of the items answered by a number and those answered by
+    a word: each leaf loads exactly its kind, and together they are the whole test split."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("toy_utils", PROJECT_TASKS / "toy" / "utils.py")
+    utils = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(utils)
+    import datasets
+
+    records = synthetic.generate(task, n_train=0, n_test=40, seed=3)["test"]
+    dataset = datasets.Dataset.from_list(records)
+    numbers, words = utils.numbers(dataset), utils.words(dataset)
+    assert [d["id"] for d in numbers] == [r["id"] for r in records if r["answer"].isdigit()]
+    assert [d["id"] for d in words] == [r["id"] for r in records if not r["answer"].isdigit()]
+    assert len(numbers) and len(words)
+    assert project_configs()[f"toy_{task}"]["task"] == [f"toy_{task}_numbers", f"toy_{task}_words"]
 
 
 def test_the_project_configs_are_what_lm_eval_reads(manager):
@@ -122,8 +144,10 @@ def test_the_project_configs_are_what_lm_eval_reads(manager):
 
 
 def test_only_the_toys_data_is_local_only():
-    assert {name: local_only_data(name) for name in ("toy_math", "toy_facts", "egsm", "gsm8k_cot")} == {
-        "toy_math": "mathneuro/toy_math", "toy_facts": "mathneuro/toy_facts", "egsm": None, "gsm8k_cot": None}
+    """A group's are its members' (toy_facts: its numeric and its word items, one data set)."""
+    assert {name: local_only_data(name) for name in ("toy_math", "toy_facts", "toy_facts_numbers", "egsm", "gsm8k_cot")} == {
+        "toy_math": ["mathneuro/toy_math"], "toy_facts": ["mathneuro/toy_facts"],
+        "toy_facts_numbers": ["mathneuro/toy_facts"], "egsm": [], "gsm8k_cot": []}
 
 
 def test_a_toy_suite_includes_the_projects_yaml_and_reads_the_synthetic_files(tmp_path):
@@ -132,12 +156,16 @@ def test_a_toy_suite_includes_the_projects_yaml_and_reads_the_synthetic_files(tm
     local = {f"mathneuro/toy_{task}": {"files": {split: str(path) for split, path in paths.items()}}
              for task, paths in files.items()}
     manifest = write_suite(["toy_math", "toy_reading"], tmp_path / "suite", local_data=local)
-    for task in ("math", "reading"):
-        written = yaml.safe_load((tmp_path / "suite" / f"toy_{task}.yaml").read_text())
+    leaves = {"toy_math": "math", "toy_reading_numbers": "reading", "toy_reading_words": "reading"}
+    assert sorted(manifest["leaves"]) == sorted(leaves) and manifest["groups"] == ["toy_reading"]
+    for name, task in leaves.items():
+        written = yaml.safe_load((tmp_path / "suite" / f"{name}.yaml").read_text())
         test = {"test": [str(files[task]["test"].resolve())]}  # the test split alone: all the task reads
-        assert written == {"include": str((PROJECT_TASKS / "toy" / f"toy_{task}.yaml").resolve()),
+        assert written == {"include": str((PROJECT_TASKS / "toy" / f"{name}.yaml").resolve()),
                            "dataset_path": "json", "dataset_name": None, "dataset_kwargs": {"data_files": test}}
-        assert manifest["leaves"][f"toy_{task}"]["data_files"] == test
+        assert manifest["leaves"][name]["data_files"] == test
+    group = yaml.safe_load((tmp_path / "suite" / "toy_reading.yaml").read_text())
+    assert group == {"include": str((PROJECT_TASKS / "toy" / "toy_reading.yaml").resolve())}
 
 
 def test_toy_data_without_local_data_is_named_before_any_job(tmp_path):

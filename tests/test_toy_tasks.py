@@ -6,7 +6,9 @@ in a suite folder as the workflow writes it, with a scripted model whose answers
   with the number after "####" in the record's worked answer, ignoring case, commas, "$" and a
   final "." (the YAML's regexes_to_ignore);
 * toy_reading and toy_facts (multiple_choice): acc is 1 when the choice with the highest
-  log-likelihood of " " + choice after the prompt is the record's label.
+  log-likelihood of " " + choice after the prompt is the record's label; each is a group of its
+  items answered by a number (``toy_<task>_numbers``) and by a word (``toy_<task>_words``), whose
+  value is the mean over all its items.
 
 Each item's score must be what those definitions give for the scripted answer, and each task's
 value the mean of its items'.
@@ -21,6 +23,7 @@ from mathneuro.tasks import project_configs, write_suite
 
 GENERATIVE = ["math", "math_reworded", "math_add", "math_sub", "math_mul"]
 CHOICE = ["reading", "facts"]
+KINDS = {"numbers": True, "words": False}  # a choice group's leaves: items answered by a number, or not
 
 
 def _wrong(record: dict) -> str:
@@ -92,7 +95,7 @@ class Scripted:
         from lm_eval.api.model import LM
 
         def item(task_name: str, context: str) -> tuple[str, int]:
-            task = task_name.removeprefix("toy_")
+            task = task_name.removeprefix("toy_").removesuffix("_numbers").removesuffix("_words")
             found = [i for i, r in enumerate(data[task]) if synthetic.prompt_text(task, r) == context]
             assert len(found) == 1, (task_name, context)
             return task, found[0]
@@ -169,11 +172,14 @@ def test_math_items_score_the_first_number_after_the_hashes(evaluated, data, tas
 def test_choice_items_score_the_most_likely_choice_against_the_label(evaluated, data, task):
     results, model = evaluated
     recs = data[0][task]
-    samples = sorted(results["samples"][f"toy_{task}"], key=lambda s: s["doc_id"])
-    assert [s["target"] for s in samples] == [r["label"] for r in recs]
-    got = [s["acc"] for s in samples]
     want = expected_scores(task, recs)
-    assert got == want
+    for kind, numeric in KINDS.items():  # each leaf scores its kind's items, in the records' order
+        mine = [i for i, r in enumerate(recs) if r["numeric"] == numeric]
+        assert mine, kind
+        samples = sorted(results["samples"][f"toy_{task}_{kind}"], key=lambda s: s["doc_id"])
+        assert [s["target"] for s in samples] == [recs[i]["label"] for i in mine]
+        assert [s["acc"] for s in samples] == [want[i] for i in mine]
+        assert results["results"][f"toy_{task}_{kind}"]["acc,none"] == pytest.approx(sum(want[i] for i in mine) / len(mine))
     assert results["results"][f"toy_{task}"]["acc,none"] == pytest.approx(sum(want) / len(want))
     for i, record in enumerate(recs):  # every choice of every item scored once
         assert sorted(model.scored[task, i]) == list(range(len(record["choices"])))

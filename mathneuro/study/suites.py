@@ -61,7 +61,7 @@ class Suites:
         from mathneuro.tasks import local_only_data
 
         return [t for suite in self.specs for t in self.tasks(suite)
-                if not is_generated_task(t) and local_only_data(t) is None]
+                if not is_generated_task(t) and not local_only_data(t)]
 
     # Bits per byte of data sets' held-out texts --------------------------------------------------
 
@@ -92,13 +92,13 @@ class Suites:
         those their data sets name (so data another suite reads never reruns it); otherwise every
         entry (which lm-eval task reads which is known only to lm-eval's index, built by the job)."""
         from mathneuro.evaluate import is_generated_task
-        from mathneuro.tasks import project_configs
+        from mathneuro.tasks import project_configs, project_data
 
         local = self.data.local_data
         read = [t for t in self.tasks(suite) if not is_generated_task(t)]
         if not all(t in project_configs() for t in read):
             return local
-        hub_ids = {project_configs()[t].get("dataset_path") for t in read}
+        hub_ids = {hub_id for t in read for hub_id in project_data(t)}
         return {key: entry for key, entry in local.items()
                 if key in hub_ids or hub_ids & set(entry.get("aliases") or [])}
 
