@@ -3,6 +3,9 @@
 ``compose`` merges each file over its bases (in order, paths relative to the file), then the
 files given in order, then command-line values, the way Snakemake merges several
 ``--configfile``s: mappings merge key by key, every other value (lists included) is replaced.
+A file's ``replace`` lists the keys (dotted for nested ones: ``models``, ``evaluation.suites``)
+whose mappings it replaces instead of merging into its bases': what the base has there and the
+file does not is gone (a study of another model than its base's, without the base's model).
 """
 
 from __future__ import annotations
@@ -33,10 +36,25 @@ def load(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]:
         raise ValueError(f"base: no config file {path}" + (f" (named by {_chain[-1]})" if _chain else ""))
     data = yaml.safe_load(path.read_text()) or {}
     bases = data.pop("base", [])
+    replaced = data.pop("replace", [])
     merged: dict[str, Any] = {}
     for base in [bases] if isinstance(bases, str) else bases:
         merge(merged, load(path.parent / base, _chain + (path,)))
+    for key in [replaced] if isinstance(replaced, str) else replaced:
+        _drop(merged, key, data, path)
     return merge(merged, data)
+
+
+def _drop(merged: dict[str, Any], dotted: str, data: Mapping[str, Any], path: Path) -> None:
+    """Remove ``dotted`` (``a.b``) from ``merged`` for ``replace``; the file must set it itself."""
+    *parents, last = dotted.split(".")
+    here, mine = merged, data
+    for key in parents:
+        here, mine = here.get(key, {}), (mine or {}).get(key)
+    if not isinstance(mine, Mapping) or last not in mine:
+        raise ValueError(f"{path}: replace names {dotted!r}, which the file does not set")
+    if isinstance(here, dict):
+        here.pop(last, None)
 
 
 def compose(paths: Iterable[str | Path], overrides: Mapping | None = None) -> dict[str, Any]:

@@ -259,6 +259,22 @@ def models_built_as(kind):
     return "|".join(map(re.escape, study.models.built_as(kind))) or "(?!)"
 
 
+def toy_models(shipped):
+    """Wildcard constraint: the toy models copied from the shipped toy (`shipped`), or trained."""
+    return "|".join(map(re.escape, study.models.toys(shipped=shipped))) or "(?!)"
+
+
+def toy_train_files(wildcards):
+    """The synthetic train files a toy model learns from."""
+    return [
+        f"{RESULTS}/data/synthetic/{t}/train.jsonl"
+        for t in study.data.synthetic_tasks(trained=True)
+    ]
+
+
+shipped_toy_folder = lambda wc: [study.models.shipped_toy]
+
+
 model_params = per("model", study.models.params)
 gpus = per("model", lambda model: study.models[model]["gpus"])
 model_threads = per("model", lambda model: study.models[model]["threads"])

@@ -1,14 +1,41 @@
-"""Models the workflow builds: `toy` (trained on the synthetic tasks), `random` (random weights
-of a given architecture, with a tokenizer trained on the identification texts) and a GGUF file
-dequantized; and, on request, an edited model exported as a checkpoint."""
+"""Models the workflow builds: `toy` (the shipped toy where the config's recipe made it, else
+trained on the synthetic tasks), `random` (random weights of a given architecture, with a tokenizer
+trained on the identification texts) and a GGUF file dequantized; and, on request, an edited model
+exported as a checkpoint."""
+
+
+rule shipped_toy_model:
+    """The toy the repository ships (mathneuro/toy_model), copied when the config's recipe is the
+    one that made it, once the train files are checked to be those it read (mathneuro.shipped_toy)."""
+    input:
+        train=toy_train_files,
+        shipped=by_content(shipped_toy_folder),
+    output:
+        directory(f"{RESULTS}/models/{{model}}"),
+    log:
+        "logs/shipped_toy_model/{model}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/shipped_toy_model/{{model}}.tsv"
+    wildcard_constraints:
+        model=toy_models(shipped=True),
+    conda:
+        "../envs/mathneuro.yaml"
+    threads: 1
+    resources:
+        gpu=0,
+        mem_mb=1000,
+        runtime=5,
+    params:
+        code=code("shipped_toy_model.py"),
+        content=content(shipped_toy_folder),
+        tasks=study.data.synthetic_tasks(trained=True),
+    script:
+        "../workflow_scripts/shipped_toy_model.py"
 
 
 rule train_toy_model:
     input:
-        train=lambda wc: [
-            f"{RESULTS}/data/synthetic/{t}/train.jsonl"
-            for t in study.data.synthetic_tasks(trained=True)
-        ],
+        train=toy_train_files,
     output:
         directory(f"{RESULTS}/models/{{model}}"),
     log:
@@ -16,7 +43,7 @@ rule train_toy_model:
     benchmark:
         f"{RESULTS}/benchmarks/train_toy_model/{{model}}.tsv"
     wildcard_constraints:
-        model=models_built_as("toy"),
+        model=toy_models(shipped=False),
     conda:
         "../envs/mathneuro.yaml"
     threads: 2  # nothing else can run yet: 1.47x one thread's speed on a quiet 2-core machine (benchmarks/README.md)

@@ -31,6 +31,26 @@ def test_a_file_builds_on_its_bases_in_order_and_command_line_values_win(tmp_pat
     assert compose([top], {"y": "cli"})["y"] == "cli"
 
 
+@pytest.mark.parametrize("replace", ["x", "x.m", ["x.m", "y"]])
+def test_a_file_replaces_the_mappings_it_names_instead_of_merging_into_them(tmp_path, replace):
+    base = {"x": {"m": {"old": 1, "kept": 2}, "p": 1}, "y": {"a": 1}, "z": {"b": 2}}
+    write(tmp_path / "base.yaml", base)
+    mine = {"x": {"m": {"new": 3}}, "y": {"c": 4}}
+    top = write(tmp_path / "top.yaml", {"base": "base.yaml", "replace": replace, **mine})
+    got = compose([top])
+    names = [replace] if isinstance(replace, str) else replace
+    expected = {"x": {"m": {"old": 1, "kept": 2, "new": 3}, "p": 1}, "y": {"a": 1, "c": 4}, "z": {"b": 2}}
+    for name in names:  # a replaced key holds the file's value alone; the rest merges as ever
+        *parents, last = name.split(".")
+        into, value = expected, mine
+        for key in parents:
+            into, value = into[key], value[key]
+        into[last] = value[last]
+    assert got == expected and "replace" not in got
+    with pytest.raises(ValueError, match="replace names 'z'"):
+        compose([write(tmp_path / "bad.yaml", {"base": "base.yaml", "replace": ["z"], **mine})])
+
+
 def test_a_base_that_builds_on_itself_or_is_missing_is_named(tmp_path):
     write(tmp_path / "a.yaml", {"base": "b.yaml"})
     write(tmp_path / "b.yaml", {"base": "a.yaml"})

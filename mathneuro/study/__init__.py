@@ -32,7 +32,24 @@ from mathneuro.study.models import Models
 from mathneuro.study.subskills import Subskills
 from mathneuro.study.suites import Suites
 
-__all__ = ["EDIT_ANALYSES", "Analyses", "Data", "KLabels", "Models", "Study", "Subskills", "Suites", "canonical"]
+
+
+def shipped_toy(config: Mapping[str, Any]) -> str | None:
+    """The shipped toy's folder (relative to the working directory when below it) when ``config``'s
+    toy recipe made it and a model of the config is a toy, else None (mathneuro.shipped_toy)."""
+    import os
+
+    from mathneuro import shipped_toy as shipped
+
+    if "synthetic" not in config or not any(m["path"] == "toy" for m in config["models"].values()):
+        return None
+    if not shipped.matches(config):
+        return None
+    folder = os.path.relpath(shipped.SHIPPED)
+    return str(shipped.SHIPPED) if folder.startswith("..") else folder
+
+
+__all__ = ["EDIT_ANALYSES", "Analyses", "Data", "KLabels", "Models", "Study", "Subskills", "Suites", "canonical", "shipped_toy"]
 
 
 class Study:
@@ -50,7 +67,7 @@ class Study:
         # which matrices are scored (every job that scores, collects or masks reads the same)
         self.targets = {key: ident[key] for key in ("include", "exclude", "untied_lm_head")}
         self.k = KLabels(ident)
-        self.models = Models(config["models"], offline=config["offline"], results=results)
+        self.models = Models(config["models"], offline=config["offline"], results=results, shipped_toy=shipped_toy(config))
         self.data = Data(config, results)
         self.analyses = Analyses(config, self.k, controls=self.controls, n_samples=self.n_samples, seeds=self.seeds)
         self.subskills = Subskills(config.get("subskills"), self.k, n_samples=self.n_samples, seeds=self.seeds,

@@ -15,8 +15,10 @@ class Models:
     """``config["models"]`` (label -> spec), read ``offline`` or not; models the workflow builds
     (toy, random, a dequantized GGUF file) live under ``results/models/<label>``."""
 
-    def __init__(self, models: Mapping[str, Mapping[str, Any]], *, offline: bool, results: str = "results"):
+    def __init__(self, models: Mapping[str, Mapping[str, Any]], *, offline: bool, results: str = "results",
+                 shipped_toy: str | None = None):
         self.specs, self.offline, self.results = models, offline, results
+        self.shipped_toy = shipped_toy  # the shipped toy's folder when the config's recipe made it (mathneuro.shipped_toy)
 
     def __getitem__(self, label: str) -> Mapping[str, Any]:
         if label not in self.specs:
@@ -44,6 +46,10 @@ class Models:
         """The models whose path is ``kind`` (toy, random), or that name a GGUF file ("gguf")."""
         return [label for label, spec in self.specs.items()
                 if (bool(spec.get("gguf")) if kind == "gguf" else spec["path"] == kind)]
+
+    def toys(self, *, shipped: bool) -> list[str]:
+        """The toy models copied from the shipped toy (``shipped``), or those trained by the workflow."""
+        return self.built_as("toy") if bool(self.shipped_toy) == shipped else []
 
     def params(self, label: str) -> dict[str, Any]:
         """Everything a job needs to load the model (mathneuro.models.load_model): plain values."""
