@@ -23,8 +23,8 @@ PRODUCERS = {
     "subskill_overlap": "subskill_overlap", "snip": "snip_scores", "snip_topk": "snip_top_k",
     "agreement": "method_agreement", "finetuned": "finetune",
 }
-TOP_LEVEL = {"tables": "aggregate", "tasks": "suite_tasks", "models": "the model's rule (train_toy_model, "
-             "random_model or dequantize_gguf)", "data": "synthetic_data (or mmlu_records)"}
+TOP_LEVEL = {"tables": "aggregate", "tasks": "suite_tasks", "models": "the model's rule (shipped_toy_model, "
+             "train_toy_model, random_model or dequantize_gguf)", "data": "synthetic_data (or mmlu_records)"}
 
 
 class DamagedFile(ValueError):
