@@ -50,18 +50,12 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def trained_tasks(synthetic: Mapping[str, Any]) -> list[str]:
-    """The synthetic tasks the toy trains on: those with train texts of their own (math's
-    operation tasks hold math's records again)."""
-    from mathneuro.synthetic import OPERATIONS
-
-    return sorted(t for t, size in synthetic.get("tasks", {}).items() if size["n_train"] > 0 and t not in OPERATIONS)
-
-
 def recipe(config: Mapping[str, Any]) -> dict[str, Any]:
     """What makes a toy model: the trained tasks' sizes, the data seed and ``toy_model``."""
+    from mathneuro.synthetic import trained_tasks
+
     synthetic = config["synthetic"]
-    tasks = {t: dict(synthetic["tasks"][t]) for t in trained_tasks(synthetic)}
+    tasks = {t: dict(synthetic["tasks"][t]) for t in trained_tasks(synthetic["tasks"])}
     seed = synthetic.get("seed", 0)  # the schema's default; toy_model's keys have none there (train_toy's own)
     return _canonical({"synthetic": {"seed": seed, "tasks": tasks}, "toy_model": dict(config.get("toy_model", {}))})
 

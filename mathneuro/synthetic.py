@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
 
@@ -386,6 +387,12 @@ def _generate_facts(n_train: int, n_test: int, seed: int,
 
 
 # ---------------------------------------------------------------- public API
+def trained_tasks(tasks: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """Of a config's synthetic tasks (task -> sizes), those a toy model trains on: the ones with
+    train texts of their own (not math's operation tasks, which hold math's records again)."""
+    return sorted(t for t, size in tasks.items() if size["n_train"] > 0 and t not in OPERATIONS)
+
+
 def check_task(task: str) -> None:
     """Raise ``ValueError`` unless ``task`` is one of ``TASKS``."""
     if task not in TASKS:

@@ -12,7 +12,7 @@ import pytest
 
 from mathneuro import shipped_toy, synthetic
 from mathneuro.configs import compose
-from mathneuro.study import Study, shipped_toy as shipped_folder
+from mathneuro.study import Study, shipped_toy_folder
 
 from dag import REPO
 
@@ -46,7 +46,7 @@ def test_the_generators_still_make_the_train_files_the_shipped_toy_read(config, 
     files = {task: synthetic.write_task(task, tmp_path, seed=made["seed"], **sizes)["train"]
              for task, sizes in made["tasks"].items()}
     assert shipped_toy.data_problems(files) == []
-    assert sorted(record["data"]) == sorted(files) == shipped_toy.trained_tasks(config["synthetic"])
+    assert sorted(record["data"]) == sorted(files) == synthetic.trained_tasks(config["synthetic"]["tasks"])
 
 
 def _changes(config):
@@ -61,7 +61,7 @@ def _changes(config):
         "toy_model: a new key": edit(lambda c: c["toy_model"].__setitem__("warmup", 7)),
         "synthetic.seed": edit(lambda c: c["synthetic"].__setitem__("seed", c["synthetic"]["seed"] + 1)),
         **{f"synthetic.{task}.{size}": edit(lambda c, t=task, s=size: c["synthetic"]["tasks"][t].__setitem__(s, c["synthetic"]["tasks"][t][s] + 1))
-           for task in shipped_toy.trained_tasks(config["synthetic"]) for size in ("n_train", "n_test")},
+           for task in synthetic.trained_tasks(config["synthetic"]["tasks"]) for size in ("n_train", "n_test")},
     }
     same = {
         "keys reordered": edit(lambda c: c.__setitem__("toy_model", dict(reversed(list(c["toy_model"].items()))))),
@@ -86,12 +86,12 @@ def test_a_study_copies_the_shipped_toy_only_for_its_recipe(config):
     from test_study import validated
 
     default = validated(copy.deepcopy(config))
-    assert shipped_folder(default) is not None
+    assert shipped_toy_folder(default) is not None
     models = Study(default).models
     assert models.toys(shipped=True) == ["toy"] and models.toys(shipped=False) == []
     changed = validated(copy.deepcopy(config))
     changed["toy_model"]["steps"] += 1
-    assert shipped_folder(changed) is None
+    assert shipped_toy_folder(changed) is None
     models = Study(changed).models
     assert models.toys(shipped=True) == [] and models.toys(shipped=False) == ["toy"]
 

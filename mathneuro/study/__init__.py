@@ -33,8 +33,7 @@ from mathneuro.study.subskills import Subskills
 from mathneuro.study.suites import Suites
 
 
-
-def shipped_toy(config: Mapping[str, Any]) -> str | None:
+def shipped_toy_folder(config: Mapping[str, Any]) -> str | None:
     """The shipped toy's folder (relative to the working directory when below it) when ``config``'s
     toy recipe made it and a model of the config is a toy, else None (mathneuro.shipped_toy)."""
     import os
@@ -49,7 +48,7 @@ def shipped_toy(config: Mapping[str, Any]) -> str | None:
     return str(shipped.SHIPPED) if folder.startswith("..") else folder
 
 
-__all__ = ["EDIT_ANALYSES", "Analyses", "Data", "KLabels", "Models", "Study", "Subskills", "Suites", "canonical", "shipped_toy"]
+__all__ = ["EDIT_ANALYSES", "Analyses", "Data", "KLabels", "Models", "Study", "Subskills", "Suites", "canonical", "shipped_toy_folder"]
 
 
 class Study:
@@ -67,7 +66,7 @@ class Study:
         # which matrices are scored (every job that scores, collects or masks reads the same)
         self.targets = {key: ident[key] for key in ("include", "exclude", "untied_lm_head")}
         self.k = KLabels(ident)
-        self.models = Models(config["models"], offline=config["offline"], results=results, shipped_toy=shipped_toy(config))
+        self.models = Models(config["models"], offline=config["offline"], results=results, shipped_toy=shipped_toy_folder(config))
         self.data = Data(config, results)
         self.analyses = Analyses(config, self.k, controls=self.controls, n_samples=self.n_samples, seeds=self.seeds)
         self.subskills = Subskills(config.get("subskills"), self.k, n_samples=self.n_samples, seeds=self.seeds,

@@ -124,11 +124,10 @@ class Data:
     def synthetic_tasks(self, trained: bool = False) -> list[str]:
         """The synthetic tasks (``trained``: those the toy model learns, with train texts of their
         own: not math's operation tasks, which hold math's records again)."""
-        from mathneuro.synthetic import OPERATIONS
+        from mathneuro.synthetic import trained_tasks
 
         tasks = self.synthetic.get("tasks", {})
-        return sorted(t for t, size in tasks.items()
-                      if not trained or (size["n_train"] > 0 and t not in OPERATIONS))
+        return trained_tasks(tasks) if trained else sorted(tasks)
 
     def problems(self) -> list[str]:
         """Data specs that set what the workflow sets, or that the data loader refuses; operation
