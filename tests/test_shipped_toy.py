@@ -143,3 +143,15 @@ def test_the_default_run_copies_the_shipped_toy_and_another_recipe_trains_one(tm
     toys = [label for label, spec in config["models"].items() if spec["path"] == "toy"]
     assert rules.count("shipped_toy_model" if steps == 0 else "train_toy_model") == len(toys)
     assert rules.count("train_toy_model" if steps == 0 else "shipped_toy_model") == 0
+
+
+def test_the_amplify_example_trains_its_own_toy_and_studies_it_alone():
+    """configs/examples/amplify.yaml: another recipe (math drawn less often), so its toy is trained,
+    not copied; `replace: [models]` leaves the default's toy out of its study."""
+    from test_study import validated
+
+    amplify = validated(compose([REPO / "configs" / "examples" / "amplify.yaml"], {}))
+    assert list(amplify["models"]) == ["toy_weak"] and amplify["models"]["toy_weak"]["path"] == "toy"
+    assert not shipped_toy.matches(amplify) and shipped_toy_folder(amplify) is None
+    models = Study(amplify).models
+    assert models.toys(shipped=False) == ["toy_weak"] and models.toys(shipped=True) == []
