@@ -155,3 +155,29 @@ def test_the_amplify_example_trains_its_own_toy_and_studies_it_alone():
     assert not shipped_toy.matches(amplify) and shipped_toy_folder(amplify) is None
     models = Study(amplify).models
     assert models.toys(shipped=False) == ["toy_weak"] and models.toys(shipped=True) == []
+
+
+@pytest.mark.workflow
+def test_the_workflow_refuses_other_train_files_and_copies_the_shipped_toy_once_they_are_remade(tmp_path):
+    """For real: train files of other bytes than the shipped toy read (data an earlier generator
+    wrote) stop the copy, naming the file and what to do, and leave no model behind; deleted and
+    remade, as the message says, they let it through, and the model is the shipped toy's files."""
+    import shutil
+
+    from dag import snakemake
+
+    made = shipped_toy.recipe(compose([DEFAULT], {}))["synthetic"]["tasks"]
+    data = tmp_path / "results" / "data" / "synthetic"
+    snakemake(tmp_path, DEFAULT, "--cores", "1", *[f"results/data/synthetic/{t}/train.jsonl" for t in made])
+    stale = data / "facts" / "train.jsonl"
+    stale.write_text(stale.read_text().replace("Question", "Query", 1))
+    copied = tmp_path / "results" / "models" / "toy"
+    done = snakemake(tmp_path, DEFAULT, "--cores", "1", "results/models/toy", check=False)
+    assert done.returncode != 0 and not copied.exists()
+    log = (tmp_path / "logs" / "shipped_toy_model" / "toy.log").read_text()
+    assert "delete results/data/synthetic/" in log and "facts: results/data/synthetic/facts/train.jsonl" in log
+    shutil.rmtree(data)
+    snakemake(tmp_path, DEFAULT, "--cores", "1", "results/models/toy")
+    for path in shipped_toy.SHIPPED.iterdir():
+        if path.is_file():
+            assert (copied / path.name).read_bytes() == path.read_bytes(), path.name

@@ -13,9 +13,10 @@ with log_to(snakemake.log[0]) as log:
     train_files = dict(zip(snakemake.params.tasks, snakemake.input.train))
     if problems := shipped_toy.data_problems(train_files, folder):
         raise ValueError(
-            f"the synthetic train files differ from those the shipped toy in {folder} was trained on (were the "
-            "generators of mathneuro.synthetic changed?); retrain it with `python -m mathneuro.shipped_toy`:\n  "
-            + "\n  ".join(problems))
+            f"the synthetic train files differ from those the shipped toy in {folder} was trained on. Files written "
+            "by an earlier version of mathneuro.synthetic stay until deleted (delete results/data/synthetic/ and run "
+            "again); if the generators changed since the toy was shipped, retrain it with "
+            "`python -m mathneuro.shipped_toy`:\n  " + "\n  ".join(problems))
     shipped_toy.copy_model(folder, snakemake.output[0])
     (Path(snakemake.output[0]) / "mathneuro_code.json").write_text(json.dumps({"mathneuro_code": fingerprint()}))
     record = shipped_toy.read_record(folder)
