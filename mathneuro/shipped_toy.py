@@ -42,22 +42,15 @@ LIBRARIES = ("torch", "transformers", "tokenizers")
 BAND = 0.10  # a retrained toy's unedited accuracy on each task, within this of the shipped one's
 
 
-def _canonical(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: _canonical(value[key]) for key in sorted(value)}
-    if isinstance(value, (list, tuple)):
-        return [_canonical(item) for item in value]
-    return value
-
-
 def recipe(config: Mapping[str, Any]) -> dict[str, Any]:
     """What makes a toy model: the trained tasks' sizes, the data seed and ``toy_model``."""
+    from mathneuro.study.common import canonical
     from mathneuro.synthetic import trained_tasks
 
     synthetic = config["synthetic"]
     tasks = {t: dict(synthetic["tasks"][t]) for t in trained_tasks(synthetic["tasks"])}
     seed = synthetic.get("seed", 0)  # the schema's default; toy_model's keys have none there (train_toy's own)
-    return _canonical({"synthetic": {"seed": seed, "tasks": tasks}, "toy_model": dict(config.get("toy_model", {}))})
+    return canonical({"synthetic": {"seed": seed, "tasks": tasks}, "toy_model": dict(config.get("toy_model", {}))})
 
 
 def recipe_digest(config: Mapping[str, Any]) -> str:
