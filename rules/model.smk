@@ -5,8 +5,8 @@ exported as a checkpoint."""
 
 
 rule shipped_toy_model:
-    """The toy the repository ships (mathneuro/toy_model), copied when the config's recipe is the
-    one that made it, once the train files are checked to be those it read (mathneuro.shipped_toy)."""
+    """The toy the repository ships (mathneuro/toy_model), copied when the config's recipe made
+    it, once the train files are checked to be those it read (mathneuro.shipped_toy)."""
     input:
         train=toy_train_files,
         shipped=by_content(shipped_toy_folder),

@@ -18,6 +18,7 @@ from dag import ALWAYS, Job, descendants, fake_finished_run, planned, snakemake,
 from mathneuro.analyses import FIGURES, NO_SET, TABLES
 from mathneuro.configs import compose
 from mathneuro.methods import METHODS
+from mathneuro.tasks import project_configs
 
 pytestmark = pytest.mark.workflow
 
@@ -62,7 +63,8 @@ def test_the_report_holds_every_figure_and_summary_with_its_caption(run):
     assert expected <= set(pruning.columns)
     config = compose([TINY])
     assert set(pruning["method"]) == set(config["pruning"]["methods"])
-    assert set(pruning["task"]) == set(config["evaluation"]["suites"]["toy"]["tasks"])
+    tasks = config["evaluation"]["suites"]["toy"]["tasks"]
+    assert set(pruning["task"]) == {*tasks, *(leaf for t in tasks for leaf in leaves(t))}  # groups and their leaves
     assert (pruning["factor"] == 0.0).all() and set(pruning["seed"]) == {0, 1}
     assert pd.api.types.is_integer_dtype(pruning["n_samples"]) and pd.api.types.is_float_dtype(pruning["value"])
     assert ((pruning["value"] >= 0) & (pruning["value"] <= 1)).all()
@@ -181,12 +183,16 @@ def test_every_evaluation_keeps_lm_evals_results_and_a_record_of_every_item(run,
     assert len(evaluations) == len(planned_evaluations) > 20  # every variant, and the unedited model
     for path in evaluations:
         results = json.loads(path.with_name("toy.results.json").read_text())
-        assert set(results["versions"]) == set(suite["tasks"])
+        evaluated = [leaf for t in suite["tasks"] for leaf in leaves(t)]  # a group's items are its leaves'
+        assert set(results["versions"]) == {*suite["tasks"], *evaluated}
         samples = pd.read_parquet(path.with_name("toy.samples.parquet"))
-        assert set(samples["task"]) == set(suite["tasks"])
+        assert set(samples["task"]) == set(evaluated)
         for (task, metric), items in samples.groupby(["task", "metric"]):
-            assert items["doc_id"].is_unique and len(items) == suite["limit"]
+            assert items["doc_id"].is_unique and len(items) == min(suite["limit"], leaf_size(run, task))
             assert items["score"].mean() == pytest.approx(results["results"][task][metric], abs=1e-12)
+        for group in set(suite["tasks"]) - set(evaluated):  # a group's value: the mean of all its items
+            mine = samples[samples["task"].isin(leaves(group)) & (samples["metric"] == "acc,none")]
+            assert mine["score"].mean() == pytest.approx(results["results"][group]["acc,none"], abs=1e-12)
         choices = samples[samples["task"] != "toy_math"]
         assert choices["chosen"].notna().all() and choices["response"].notna().all()
         unedited = path.parent.name == "base"
@@ -197,6 +203,24 @@ def test_every_evaluation_keeps_lm_evals_results_and_a_record_of_every_item(run,
     tuned = [config["finetune"][e] for e in config["finetuning"]["edits"]]
     no_set = [NO_SET] if any(spec["train"] == "all" and not spec.get("start") for spec in tuned) else []
     assert set(samples["method"]) == {"base", *config["pruning"]["methods"], *config["scaling"]["methods"], *no_set}
+
+
+def leaves(task: str) -> list[str]:
+    """The lm-eval tasks that a suite's task evaluates: a project group's members (toy_reading: its
+    number and word items), else the task itself."""
+    config = project_configs().get(task, {})
+    return list(config["task"]) if "group" in config else [task]
+
+
+def leaf_size(run: Path, leaf: str) -> int:
+    """How many test items a toy task's leaf holds: a control's number or word items, else all."""
+    from mathneuro import synthetic
+
+    task = leaf.removeprefix("toy_").removesuffix("_numbers").removesuffix("_words")
+    records = synthetic.read_jsonl(run / "results" / "data" / "synthetic" / task / "test.jsonl")
+    if leaf.endswith(("_numbers", "_words")):
+        records = [r for r in records if r["numeric"] == leaf.endswith("_numbers")]
+    return len(records)
 
 
 def results_json(run: Path, row) -> dict:
@@ -223,9 +247,15 @@ def test_every_edit_tables_numbers_are_lm_evals_and_its_statistics_the_per_item_
     assert len(rows)
     keys = ["model", "skill", "method", "control", "n_samples", "seed", "k", "edit", "suite", "task", "metric"]
     samples = samples.assign(skill=samples["skill"].fillna(compose([TINY])["identification"]["skill"]))
-    records = {k: part.set_index("doc_id")["score"].sort_index() for k, part in samples.groupby(keys, dropna=False)}
-    base = {k[-3:]: part.set_index("doc_id")["score"].sort_index()
-            for k, part in samples[samples["method"] == "base"].groupby(["suite", "task", "metric"])}
+    # a group's items are its leaves' (toy_reading: its number and word items), each by (leaf, doc_id)
+    group_of = {leaf: group for group in project_configs() for leaf in leaves(group) if leaf != group}
+    in_groups = samples[samples["task"].isin(group_of)]
+    samples = pd.concat([samples.assign(group=samples["task"]), in_groups.assign(group=in_groups["task"].map(group_of))])
+    keys = [*keys[:-2], "group", "metric"]
+    records = {k: part.set_index(["task", "doc_id"])["score"].sort_index() for k, part in samples.groupby(keys, dropna=False)}
+    base = {k[-3:]: part.set_index(["task", "doc_id"])["score"].sort_index()
+            for k, part in samples[samples["method"] == "base"].groupby(["suite", "group", "metric"])}
+    rows = rows.assign(group=rows["task"])
     for _, row in rows.iterrows():
         assert row["value"] == results_json(run, row)[row["task"]][row["metric"]]
         assert row["base_value"] == results_json(run, {**row, "method": "base"})[row["task"]][row["metric"]]
