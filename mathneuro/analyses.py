@@ -11,7 +11,7 @@ NO_SET_LABEL = "every parameter (no set)"  # how the summary and the figures nam
 
 TABLES = [  # each with a summary
     "pruning", "scaling", "data_efficiency", "finetuning", "consistency", "layer_overlap", "layers", "share",
-    "subskills", "subskill_overlap", "agreement",
+    "subskills", "subskill_overlap", "agreement", "localization",
 ]
 
 FIGURES = {  # figure -> the table it is drawn from, in the report's order
@@ -28,6 +28,7 @@ FIGURES = {  # figure -> the table it is drawn from, in the report's order
     "subskills": "subskills",
     "subskill_overlap": "subskill_overlap",
     "agreement": "agreement",
+    "localization": "localization",
 }
 
 REPORT_CATEGORIES = {  # table -> the paper's analysis it belongs to, numbered in the report's order
@@ -42,4 +43,5 @@ REPORT_CATEGORIES = {  # table -> the paper's analysis it belongs to, numbered i
     "subskill_overlap": "7. Sub-skills",
     "agreement": "4. Consistency",  # how far SNIP's sets and MathNeuro's agree
     "finetuning": "8. Fine-tuning",
+    "localization": "9. Localization",  # sets found on a planted model against the planted set
 }

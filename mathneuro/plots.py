@@ -489,6 +489,39 @@ def plot_subskill_overlap(table: pd.DataFrame, path: str | Path) -> None:
     _save(fig, path)
 
 
+def plot_localization(table: pd.DataFrame, path: str | Path) -> None:
+    """Sets found on a planted model against the set S its skill was planted in (over every
+    matrix): recall and precision against the set's size (its share of the target entries, log),
+    one line per method and control (mean over the seeds, their range as a band), one row of
+    panels per planted model. Dotted: a set drawn at random (recall = its share of the entries,
+    precision = S's share)."""
+    from mathneuro.tables import ALL_MODULES
+
+    table = table[table["module"] == ALL_MODULES] if len(table) else table
+    if table.empty:
+        return _empty(path, "planted model (configs/examples/planted.yaml)")
+    table = table.assign(size_percent=100 * table["found"] / table["numel"])
+    models, measures = sorted(table["model"].unique()), ["recall", "precision"]
+    fig, axes = _panels(models, measures)
+    for row, model in enumerate(models):
+        rows = table[table["model"] == model]
+        for col, measure in enumerate(measures):
+            ax = axes[row][col]
+            for i, ((method, control), group) in enumerate(rows.groupby(["method", "control"])):
+                stats = _spread(group, ["k"], measure).merge(_spread(group, ["k"], "size_percent")[["k", "mean"]],
+                                                            on="k", suffixes=("", "_size")).sort_values("mean_size")
+                ax.plot(stats["mean_size"], stats["mean"], marker="o", color=COLOURS.get(method),
+                        ls=STYLES[i % len(STYLES)], label=set_name(method, control))
+                ax.fill_between(stats["mean_size"], stats["low"], stats["high"], color=COLOURS.get(method), alpha=0.15)
+            sizes = np.sort(rows["size_percent"].unique())
+            chance = sizes / 100 if measure == "recall" else np.full(len(sizes), rows["chance"].iloc[0])
+            ax.plot(sizes, chance, color="black", ls=":", label="a random set")
+            _k_axis(ax, rows["size_percent"].round(3))
+            ax.set(ylim=(0, 1.02), xlabel="set size (% of the target entries, log)", ylabel=f"{measure} against S",
+                   title=model if len(models) > 1 else measure)
+    _save(fig, path, *_legend(axes))
+
+
 DRAW = {  # figure (mathneuro.analyses.FIGURES) -> how it is drawn from its table
     "pruning": plot_pruning,
     "scaling": plot_scaling,
@@ -503,6 +536,7 @@ DRAW = {  # figure (mathneuro.analyses.FIGURES) -> how it is drawn from its tabl
     "subskill_overlap": plot_subskill_overlap,
     "agreement": plot_agreement,
     "finetuning": plot_finetuning,
+    "localization": plot_localization,
 }
 assert set(DRAW) == set(FIGURES), "every figure of mathneuro.analyses.FIGURES needs a way to draw it"
 WITH_SUMMARY = {"pruning", "scaling", "factor_sweep", "data_efficiency", "finetuning"}  # figures that draw the paired intervals

@@ -234,6 +234,26 @@ def agreement_rows(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["sets", *[f"K = {100 * float(k_fraction[k]):g}%" for k in ks]])
 
 
+def localization_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per planted model and set, per K: recall / precision of the set against the planted set
+    over every matrix (means over the repeats), and a random set's (recall = its share of the
+    entries, precision = the planted set's share)."""
+    from mathneuro.tables import ALL_MODULES
+
+    summary = summary[summary["module"] == ALL_MODULES]
+    ks = list(dict.fromkeys(summary.sort_values("k_fraction")["k"]))
+    k_fraction = summary.drop_duplicates("k").set_index("k")["k_fraction"]
+    out = []
+    for model, part in summary.groupby("model", sort=True):
+        for (method, control), rows in part.groupby(["method", "control"], sort=False):
+            cells = [f"{r['recall_mean'].iloc[0]:.2f} / {r['precision_mean'].iloc[0]:.2f}"
+                     if len(r := rows[rows["k"] == k]) else "" for k in ks]
+            out.append([model, set_name(method, control), *cells])
+        chance = part["chance_mean"].iloc[0]
+        out.append([model, "a random set of K of each matrix", *[f"{float(k_fraction[k]):.2f} / {chance:.2f}" for k in ks]])
+    return pd.DataFrame(out, columns=["planted model", "set", *[f"K = {100 * float(k_fraction[k]):g}%" for k in ks]])
+
+
 def share_rows(share: pd.DataFrame) -> pd.DataFrame:
     """Each set's size at every K: entries, share of the scored matrices, share of all parameters."""
     rows = share[share["n_samples"] == share["n_samples"].max()].sort_values("k_fraction")
@@ -367,11 +387,26 @@ def _machine() -> str:
 
 
 def report(folder: str | Path, skill: str | None = None) -> str:
-    """Every section, as Markdown, of the study whose tables are in ``folder``."""
+    """Every section, as Markdown, of the study whose tables are in ``folder``; a study of several
+    models gets them one after the other, each under its heading."""
     folder = Path(folder)
-    pruning, share = _read(folder, "pruning"), _read(folder, "share")
-    if pruning is None:
+    if _read(folder, "pruning") is None:
         raise FileNotFoundError(f"{folder}/pruning_summary.parquet: not a study's tables folder")
+    models = sorted({str(m) for name in ("pruning", "share") if (t := _read(folder, name)) is not None
+                     for m in t["model"].dropna()})
+    if len(models) <= 1:
+        return _model_report(folder, skill, None)
+    return "\n".join(f"## Model {model}\n\n{_model_report(folder, skill, model)}" for model in models)
+
+
+def _model_report(folder: Path, skill: str | None, only: str | None) -> str:
+    """:func:`report`'s sections for one model's rows (``only``; None: every row)."""
+
+    def read(name: str) -> pd.DataFrame | None:
+        table = _read(folder, name)
+        return table if table is None or only is None or "model" not in table else table[table["model"] == only]
+
+    pruning, share = read("pruning"), read("share")
     if skill is None:  # the study's skill labels its rows (tables of older runs: the tasks' name)
         labelled = pruning["skill"].dropna() if "skill" in pruning else pd.Series(dtype=str)
         skill = str(labelled.iloc[0]) if len(labelled) else "math"
@@ -393,8 +428,8 @@ def report(folder: str | Path, skill: str | None = None) -> str:
             return NO_SET_LABEL
         return f"K = {100 * float(table.loc[table['k'] == k, 'k_fraction'].iloc[0]):g}% per matrix"
 
-    for label, table in (("Pruned", pruning), ("Scaled", _read(folder, "scaling")),
-                         ("Fine-tuned", _read(folder, "finetuning"))):
+    for label, table in (("Pruned", pruning), ("Scaled", read("scaling")),
+                         ("Fine-tuned", read("finetuning"))):
         if table is None or not len(table):
             continue
         for k in ks(table):
@@ -404,7 +439,7 @@ def report(folder: str | Path, skill: str | None = None) -> str:
                 if "change_low" in table:
                     parts.append(f"{label} ({edit}), {k_text(table, k)}: change from the unedited model ({EVIDENCE})"
                                  f"\n\n{markdown(change_table(table, k=k, edit=edit, skill=skill))}")
-    efficiency = _read(folder, "data_efficiency")
+    efficiency = read("data_efficiency")
     if efficiency is not None and len(efficiency):
         for k in ks(efficiency):
             for edit in dict.fromkeys(efficiency["edit"]):
@@ -419,27 +454,31 @@ def report(folder: str | Path, skill: str | None = None) -> str:
                              f"\n\n{markdown(table)}")
     if share is not None and len(share):
         parts.append(f"Size of the sets:\n\n{markdown(share_rows(share))}")
-    layers = _read(folder, "layers")
+    layers = read("layers")
     if layers is not None and len(layers) and (layers["method"] == SPECIFIC).any():
         specific = layers[layers["method"] == SPECIFIC]
         used = ks(specific)
         k = used[len(used) // 2]  # the median K, as the layers figure
         parts.append(f"Where the {METHODS[SPECIFIC].label} sets lie, {k_text(specific, k)}:\n\n"
                      f"{markdown(layer_rows(layers, SPECIFIC, k))}")
-    consistency = _read(folder, "consistency")
+    consistency = read("consistency")
     if consistency is not None and len(consistency):
         parts.append(f"Consistency of two identifications:\n\n{markdown(consistency_table(consistency))}")
-    agreement = _read(folder, "agreement")
+    agreement = read("agreement")
     if agreement is not None and len(agreement):
         parts.append(f"How far other methods' sets agree with the {METHODS[SPECIFIC].label} sets from the same draws, "
                      f"Jaccard (share of the {METHODS[SPECIFIC].label} set found in the other):"
                      f"\n\n{markdown(agreement_rows(agreement))}")
-    layer_overlap = _read(folder, "layer_overlap")
+    localization = read("localization")
+    if localization is not None and len(localization):
+        parts.append("Localization on planted models: recall / precision of each set against the set its skill was "
+                     f"planted in, over every matrix (mean over the repeats):\n\n{markdown(localization_rows(localization))}")
+    layer_overlap = read("layer_overlap")
     if layer_overlap is not None and len(layer_overlap):
         n = int(layer_overlap["n_samples"].max())
         parts.append(f"Where two identifications agree (n = {n}), Jaccard (overlap rate) of the matrices in each "
                      f"row:\n\n{markdown(layer_overlap_rows(layer_overlap))}")
-    subskills, overlaps = _read(folder, "subskills"), _read(folder, "subskill_overlap")
+    subskills, overlaps = read("subskills"), read("subskill_overlap")
     if subskills is not None and len(subskills):
         for k in ks(subskills):
             parts.append(f"Sub-skills, each set pruned ({', '.join(dict.fromkeys(subskills['edit']))}), "

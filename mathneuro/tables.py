@@ -203,6 +203,39 @@ AGREEMENT_NAMES = ("method_a", "method_b")
 SET_OVERLAP_MEASURES = ["size_a", "size_b", "intersection", "jaccard", "overlap_rate"]
 
 
+LOCALIZATION_COUNTS = ["numel", "found", "truth", "hits"]
+LOCALIZATION_MEASURES = ["precision", "recall", "jaccard", "chance"]
+ALL_MODULES = "all"  # the module label of a localization's row over every matrix
+
+
+def localization(found: ParameterMask, truth: ParameterMask, **labels) -> pd.DataFrame:
+    """How well a found set recovers ``truth``, the set a skill was planted in (mathneuro.plant): per module type (``q_proj``, ``down_proj``, ...) and
+    over every matrix (module ``all``), the entries there (``numel``), each set's size, the found
+    entries that lie in the truth (``hits``), precision = hits / found, recall = hits / truth,
+    Jaccard = hits / union, and ``chance`` = truth / numel, a random set's expected precision.
+    A measure whose denominator is 0 is NaN (an empty found set has no precision). ``labels``
+    become columns."""
+    truth.check_shapes(found.shapes, what="the found set")
+    rows = []
+    for name, selected in found.items():
+        true = truth[name].to(selected.device)
+        rows.append((parameter_location(name)[1], selected.numel(), int(selected.count_nonzero()),
+                     int(true.count_nonzero()), int((selected & true).count_nonzero())))
+    counts = pd.DataFrame(rows, columns=["module", *LOCALIZATION_COUNTS])
+    table = counts.groupby("module", as_index=False, sort=True)[LOCALIZATION_COUNTS].sum()
+    table = pd.concat([table, pd.DataFrame([{"module": ALL_MODULES, **counts[LOCALIZATION_COUNTS].sum()}])],
+                      ignore_index=True).astype({"module": "string"} | dict.fromkeys(LOCALIZATION_COUNTS, "int64"))
+
+    def ratio(numerator, denominator):
+        return (numerator / denominator.where(denominator > 0)).astype("float64")
+
+    table["precision"] = ratio(table["hits"], table["found"])
+    table["recall"] = ratio(table["hits"], table["truth"])
+    table["jaccard"] = ratio(table["hits"], table["found"] + table["truth"] - table["hits"])
+    table["chance"] = ratio(table["truth"], table["numel"])
+    return table.assign(**labels)[[*labels, "module", *LOCALIZATION_COUNTS, *LOCALIZATION_MEASURES]]
+
+
 def with_control_k(frame: pd.DataFrame) -> pd.DataFrame:
     """``control_k_fraction``, the K of the controls' TopK sets a set was made against, beside
     ``k_fraction``: jobs record it only where it differs (identification.control_k), so elsewhere it
@@ -257,6 +290,7 @@ def build_tables(
     samples: pd.DataFrame | None = None,
     groups: Mapping[tuple, Mapping[str, Sequence[str]]] | None = None,
     agreements: pd.DataFrame | None = None,
+    localizations: pd.DataFrame | None = None,
     skill_tasks: Sequence[str] = (),
     skill: str | None = None,
 ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
@@ -271,7 +305,8 @@ def build_tables(
     without a ``skill`` label are of the study's ``skill``'s sets; the sub-skill study's are
     labelled, and ``subskill_overlaps`` are its sets' :func:`set_overlaps`, summarized over seeds;
     ``agreements``, the overlaps of two methods' sets from the same draws (SNIP's and MathNeuro's),
-    likewise."""
+    likewise; ``localizations``, how each set found on a planted model recovers its planted set
+    (mathneuro.plant.localization), likewise."""
     from mathneuro.evidence import item_outcomes
 
     evaluations = labelled(evaluations, EVAL_COLUMNS, skill)
@@ -297,6 +332,10 @@ def build_tables(
     if agreements is None or agreements.empty:
         agreements = set_overlaps({}, AGREEMENT_NAMES, model="", control="", n_samples=0, seed=0, k="", k_fraction=0.0)
     agreements = with_control_k(agreements)
+    if localizations is None or localizations.empty:
+        localizations = pd.DataFrame(columns=["model", "method", "control", "n_samples", "seed", "k", "k_fraction",
+                                              "module", *LOCALIZATION_COUNTS, *LOCALIZATION_MEASURES])
+    localizations = with_control_k(localizations)
     layers, share = layer_table(counts), share_table(counts)
     return {
         **{name: edit_tables(table, outcomes, groups or {}) for name, table in edits.items()},
@@ -305,6 +344,7 @@ def build_tables(
         "layer_overlap": (layer_overlaps, summarize(layer_overlaps, OVERLAP_MEASURES, over=("seed_a", "seed_b"))),
         "subskill_overlap": (subskill_overlaps, summarize(subskill_overlaps, SET_OVERLAP_MEASURES)),
         "agreement": (agreements, summarize(agreements, SET_OVERLAP_MEASURES)),
+        "localization": (localizations, summarize(localizations, [*LOCALIZATION_COUNTS, *LOCALIZATION_MEASURES])),
         "layers": (layers, summarize(layers, ["selected", "numel", "share_of_matrices", "share_of_selected"])),
         "share": (share, summarize(share, ["selected", "target_parameters", "model_parameters",
                                            "share_of_targets", "share_of_model"])),

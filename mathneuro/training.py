@@ -105,6 +105,10 @@ def train(model, tokenizer, texts: Sequence[str], *, steps: int = 1000, batch_si
     if not texts:
         raise ValueError("train() needs at least one text")
     rows = encode(tokenizer, texts, max_length, prompt_chars)
+    cut = sum(1 for ids, n_prompt in rows if n_prompt >= len(ids))
+    if cut:  # a batch of such rows has no token to learn from: its loss is NaN, and so the weights after it
+        raise ValueError(f"{cut} of {len(rows)} texts keep no token of their answer within max_length={max_length}: "
+                         "raise max_length, or train on every token")
     groups = groups or [range(len(texts))]
     weights = weights or [1.0] * len(groups)
     draw = batch_sampler(groups, weights, batch_size, random.Random(seed))

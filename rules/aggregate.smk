@@ -19,6 +19,7 @@ rule aggregate:
             for f in consistency_files(m)
         ],
         agreements=[f for m in config["models"] for f in agreement_files(m)],
+        localizations=[f for m in config["models"] for f in localization_files(m)],
         subskill_overlaps=[
             f for m in config["models"] for f in subskill_overlap_files(m)
         ],

@@ -129,6 +129,16 @@ def eval_path(model, skill, method, control, n, seed, k, edit, suite, kind="tabl
     return f"{RESULTS}/{model}/eval/{variant}/{suite}{EVAL_SUFFIXES[kind]}"
 
 
+def truth_path(model):
+    """A planted model's set S, where its skill was planted (mathneuro.plant)."""
+    return f"{RESULTS}/{model}/planted/truth.safetensors"
+
+
+def localization_path(model):
+    """How every set the study finds on a planted model recovers its S (mathneuro.plant)."""
+    return f"{RESULTS}/{model}/planted/localization.parquet"
+
+
 def trained_path(model, skill, method, control, n, seed, k, edit):
     """What a fine-tuning edit that depends on a set trained (mathneuro.finetune): one per set."""
     variant = f"{skill}/{method}/{control}/n{n}/seed{seed}/k{k}"
@@ -273,6 +283,16 @@ def toy_train_files(wildcards):
 
 
 shipped_toy_folder = lambda wc: [study.models.shipped_toy]
+
+
+def plant_bases():
+    """Wildcard constraint: the base toys of the planted models (Study.plant_base)."""
+    return "|".join(map(re.escape, study.plant_bases())) or "(?!)"
+
+
+plant_data_paths = per(
+    "model", lambda model: study.data.files(study.models[model]["plant"]["data"])
+)
 
 
 model_params = per("model", study.models.params)
@@ -429,6 +449,20 @@ def agreement_files(model):
     return [
         agreement_path(model, study.skill, a, b, control, n, seed, k)
         for a, b, control, seed, k in study.analyses.agreements()
+    ]
+
+
+def localization_files(model):
+    """A planted model's localization table (none for other models)."""
+    return [localization_path(model)] if model in study.models.built_as("planted") else []
+
+
+def study_set_paths(model):
+    """The files of the study's sets on ``model`` (Analyses.sets), in that order."""
+    n = study.n_samples
+    return [
+        mask_path(model, study.skill, method, control, n, seed, k)
+        for method, control, seed, k in study.analyses.sets()
     ]
 
 

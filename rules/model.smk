@@ -1,5 +1,6 @@
 """Models the workflow builds: `toy` (the shipped toy where the config's recipe made it, else
-trained on the synthetic tasks), `random` (random weights of a given architecture, with a tokenizer
+trained on the synthetic tasks), `planted` (a toy without a skill, the skill then trained into a
+known set of its entries), `random` (random weights of a given architecture, with a tokenizer
 trained on the identification texts) and a GGUF file dequantized; and, on request, an edited model
 exported as a checkpoint."""
 
@@ -57,6 +58,56 @@ rule train_toy_model:
         hyperparameters=canonical(config["toy_model"]),
     script:
         "../workflow_scripts/train_toy_model.py"
+
+
+use rule train_toy_model as train_plant_base with:
+    output:
+        directory(f"{RESULTS}/bases/{{base}}"),
+    log:
+        "logs/train_plant_base/{base}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train_plant_base/{{base}}.tsv"
+    wildcard_constraints:
+        base=plant_bases(),
+    params:
+        code=code("train_toy_model.py"),
+        tasks=study.data.synthetic_tasks(trained=True),
+        hyperparameters=lambda wc: study.plant_bases()[wc.base],
+
+
+rule plant_model:
+    """A planted model (mathneuro.plant): a set S of its base toy's block matrices drawn, and the
+    skill trained into S alone; the model and S saved."""
+    input:
+        base=lambda wc: f"{RESULTS}/bases/{study.plant_base(wc.model)}",
+        data=by_content(plant_data_paths),
+    output:
+        model=directory(f"{RESULTS}/models/{{model}}"),
+        truth=truth_path("{model}"),
+    log:
+        "logs/plant_model/{model}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/plant_model/{{model}}.tsv"
+    wildcard_constraints:
+        model=models_built_as("planted"),
+    conda:
+        "../envs/mathneuro.yaml"
+    threads: 2
+    resources:
+        gpu=0,
+        mem_mb=4000,
+        runtime=30,
+    params:
+        code=code("plant_model.py"),
+        content=content(plant_data_paths),
+        plant=lambda wc: canonical(study.models[wc.model]["plant"]),
+        texts=lambda wc: study.planting_texts(wc.model),
+        local_data=lambda wc: study.data.local_data_of(
+            study.models[wc.model]["plant"]["data"]
+        ),
+        targets=study.targets,
+    script:
+        "../workflow_scripts/plant_model.py"
 
 
 rule random_model:

@@ -247,3 +247,43 @@ if study.analyses.agreements():
             },
         script:
             "../workflow_scripts/method_agreement.py"
+
+
+if study.models.built_as("planted"):
+
+    rule localization:
+        """How well every set of the study's main draws on a planted model recovers the set S its
+        skill was planted in: precision, recall and Jaccard per module type and over all
+        matrices (mathneuro.tables.localization)."""
+        input:
+            truth=truth_path("{model}"),
+            sets=per("model", study_set_paths),
+        output:
+            localization_path("{model}"),
+        log:
+            "logs/localization/{model}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/localization/{{model}}.tsv"
+        wildcard_constraints:
+            model=models_built_as("planted"),
+        conda:
+            "../envs/mathneuro.yaml"
+        threads: 1
+        resources:
+            mem_mb=weights_job_mem_mb,
+            runtime=runtime_min(2),
+        params:
+            code=code("localization.py"),
+            labels=lambda wc: [
+                {
+                    "model": wc.model,
+                    "method": method,
+                    "control": control,
+                    "n_samples": study.n_samples,
+                    "seed": seed,
+                    **study.k.labels(k),
+                }
+                for method, control, seed, k in study.analyses.sets()
+            ],
+        script:
+            "../workflow_scripts/localization.py"

@@ -112,7 +112,7 @@ OTHER_MEANINGS = [
     ("rules/model.smk", 'models_built_as("random")'),  # a model of random weights (models.*.path)
     ("mathneuro/configs.py", '("toy", "random")'),
     ("mathneuro/study/models.py", '["path"] == "random"'),
-    ("mathneuro/study/models.py", '("toy", "random")'),
+    ("mathneuro/study/models.py", '("toy", "random", "planted")'),
     ("mathneuro/study/models.py", "path 'random'"),
     ("mathneuro/provenance.py", '"mathneuro"'),  # the package's name
     ("mathneuro/logs.py", '"mathneuro"'),

@@ -297,10 +297,21 @@ def test_models_say_where_each_is_loaded_from_and_what_its_jobs_ask_for(tmp_path
     assert models.gguf_files("q") == []
     assert models.memory_mb("hub", 2, 3000) == 2 * (4000 + 3000 * 2.5)
     assert models.runtime_min("hub", 1, 3) == 10 and models.runtime_min("hub", 3, 30, floor=5) == 3 * 75
-    assert models.problems(synthetic=True) == []
-    assert [p.split(":")[0].split(".path")[0] for p in models.problems(synthetic=False)] == ["models.toy"]
+    assert models.problems(synthetic=True, datasets={}) == []
+    assert [p.split(":")[0].split(".path")[0] for p in models.problems(synthetic=False, datasets={})] == ["models.toy"]
     specs["hub"]["architecture"] = {}
-    assert any(p.startswith("models.hub:") for p in models.problems(synthetic=True))
+    assert any(p.startswith("models.hub:") for p in models.problems(synthetic=True, datasets={}))
+    del specs["hub"]["architecture"]
+    specs["hub"]["plant"] = {"data": "math"}  # a plant goes with path planted only, and the reverse
+    specs["planted"] = {**specs["toy"], "path": "planted"}
+    assert sorted(p.split(":")[0] for p in models.problems(synthetic=True, datasets={"math": {}})) == [
+        "models.hub", "models.planted"]
+    specs["planted"]["plant"] = specs["hub"].pop("plant")
+    assert models.problems(synthetic=True, datasets={"math": {}}) == []
+    assert models.folder("planted") == "out/models/planted"
+    assert [p.split(":")[0] for p in models.problems(synthetic=True, datasets={})] == ["models.planted.plant.data"]
+    assert [p.split(":")[0].split(".path")[0] for p in models.problems(synthetic=False, datasets={"math": {}})] == [
+        "models.toy", "models.planted"]
     with pytest.raises(ValueError, match="no model 'nope'"):
         models["nope"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -97,6 +99,21 @@ def test_answer_only_loss_masks_the_prompt(tokenizer, records):
     labels = training.collate([(ids, n_prompt), (ids[:5], 0)], tokenizer.pad_token_id)["labels"]
     assert (labels[0, :n_prompt] == -100).all() and (labels[0, n_prompt:] >= 0).all()
     assert (labels[1, :5] >= 0).all() and (labels[1, 5:] == -100).all()
+
+
+def test_training_refuses_texts_whose_answer_max_length_cuts_off(tokenizer, records):
+    """Such a text has no token to learn from: a batch of them would make the loss, and then every
+    weight, NaN."""
+    model = toy.make_model(len(tokenizer), hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, seed=0,
+                           tokenizer=tokenizer)
+    texts = [synthetic.training_text("math", r) for r in records["math"][:4]]
+    prompts = [len(synthetic.prompt_text("math", r)) for r in records["math"][:4]]
+    shortest = min(len(tokenizer(p)["input_ids"]) for p in texts)
+    with pytest.raises(ValueError, match=r"4 of 4 texts keep no token of their answer within max_length=8"):
+        training.train(model, tokenizer, texts, steps=1, max_length=8, prompt_chars=prompts, log=lambda _: None)
+    assert shortest > 8
+    losses = training.train(model, tokenizer, texts, steps=1, max_length=256, prompt_chars=prompts, log=lambda _: None)
+    assert math.isfinite(losses[0])
 
 
 def _train_toy(records, out_dir):

@@ -20,6 +20,7 @@ with log_to(snakemake.log[0]) as log:
         read_tables(inputs.layer_overlaps),
         read_tables(inputs.subskill_overlaps) if inputs.subskill_overlaps else None,
         agreements=read_tables(inputs.agreements),
+        localizations=read_tables(inputs.localizations),
         selections=params.selections,
         samples=samples,
         groups=groups,

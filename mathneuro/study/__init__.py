@@ -85,7 +85,7 @@ class Study:
         if self.skill in self.controls:
             problems.append(f"identification.controls must not contain the skill data set {self.skill!r}")
         problems += self.analyses.problems(self.edits) + self.k.problems() + self.data.problems()
-        problems += self.models.problems(synthetic="synthetic" in self.config)
+        problems += self.models.problems(synthetic="synthetic" in self.config, datasets=datasets)
         problems += self.subskills.problems(datasets, self.k.fractions, self.edits)
         return problems + self.suites.problems(self.config["local_data"])
 
@@ -140,6 +140,27 @@ class Study:
         as its steps use (steps x batch size), drawn under the edit's seed plus the repeat's."""
         spec = self.config["finetune"][edit]
         return self.data.spec(spec["data"], spec["steps"] * spec["batch_size"], spec["seed"] + int(seed))
+
+    def plant_base(self, model: str) -> str:
+        """The name of the toy a planted model's skill is planted in: ``toy-`` and the digest of
+        its recipe (the config's toy recipe, ``plant.base`` replacing keys of ``toy_model``), so
+        that planted models with one base share it, and a changed recipe is another base."""
+        from mathneuro.shipped_toy import recipe_digest
+
+        return f"toy-{recipe_digest(self._base_config(model))[:12]}"
+
+    def plant_bases(self) -> dict[str, dict[str, Any]]:
+        """Every planted model's base: name -> the toy_model keys it is trained with."""
+        return {self.plant_base(m): canonical(self._base_config(m)["toy_model"]) for m in self.models.built_as("planted")}
+
+    def _base_config(self, model: str) -> dict[str, Any]:
+        base = dict(self.config.get("toy_model", {})) | dict(self.models[model]["plant"]["base"])
+        return {**self.config, "toy_model": base}
+
+    def planting_texts(self, model: str) -> dict[str, Any]:
+        """The data spec a planted model's skill is trained from: its data set's, every text it
+        reads (training draws its batches from them under the planting's seed)."""
+        return canonical(self.config["datasets"][self.models[model]["plant"]["data"]])
 
     def skill_label(self, skill: str) -> dict[str, str]:
         """An evaluation's ``skill`` label where its set is another skill's than the study's (a

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-BUILT = ("toy", "random")  # `path` values of models the workflow builds itself
+BUILT = ("toy", "random", "planted")  # `path` values of models the workflow builds itself
 
 
 class Models:
@@ -43,7 +43,7 @@ class Models:
         return spec["path"] if Path(spec["path"]).is_dir() else None
 
     def built_as(self, kind: str) -> list[str]:
-        """The models whose path is ``kind`` (toy, random), or that name a GGUF file ("gguf")."""
+        """The models whose path is ``kind`` (toy, random, planted), or that name a GGUF file ("gguf")."""
         return [label for label, spec in self.specs.items()
                 if (bool(spec.get("gguf")) if kind == "gguf" else spec["path"] == kind)]
 
@@ -102,13 +102,18 @@ class Models:
             return cache_problem(f"models.{label}.gguf", spec["path"], revision=spec["revision"], filename=spec["gguf"])
         return cache_problem(f"models.{label}.path", spec["path"], revision=spec["revision"], filename="config.json")
 
-    def problems(self, synthetic: bool) -> list[str]:
-        """A toy model without the synthetic tasks it is trained on (``synthetic``: the config has
-        them), and an architecture given to any model but a random one."""
+    def problems(self, synthetic: bool, datasets: Mapping[str, Any]) -> list[str]:
+        """A toy model, or a planted one (its base is a toy), without the synthetic tasks it is
+        trained on (``synthetic``: the config has them); an architecture given to any model but a
+        random one, a plant to any but a planted one; a plant's data set not in ``datasets``."""
         problems = []
         for label, spec in self.specs.items():
-            if spec["path"] == "toy" and not synthetic:
-                problems.append(f"models.{label}.path is 'toy' but the config has no synthetic section")
+            if spec["path"] in ("toy", "planted") and not synthetic:
+                problems.append(f"models.{label}.path is {spec['path']!r} but the config has no synthetic section")
             if (spec["path"] == "random") != ("architecture" in spec):
                 problems.append(f"models.{label}: `architecture` goes with path 'random', and only with it")
+            if (spec["path"] == "planted") != ("plant" in spec):
+                problems.append(f"models.{label}: `plant` goes with path 'planted', and only with it")
+            elif "plant" in spec and spec["plant"]["data"] not in datasets:
+                problems.append(f"models.{label}.plant.data: {spec['plant']['data']!r} is not in datasets")
         return problems
