@@ -8,6 +8,12 @@ or matplotlib; ``mathneuro.tables`` builds the tables, ``mathneuro.plots`` draws
 # parameter trained from the unedited model); their n_samples is 0, their k_fraction missing.
 NO_SET = "none"
 NO_SET_LABEL = "every parameter (no set)"  # how the summary and the figures name such rows
+# A planted model's own sets (mathneuro.plant), pruned beside the sets the methods find: the set S
+# its skill was planted in (the oracle), and random sets of S's count in every matrix. Their rows
+# carry this K label and S's share as k_fraction.
+PLANTED = "planted"
+PLANTED_RANDOM = "planted_random"
+PLANTED_LABELS = {PLANTED: "the planted set S", PLANTED_RANDOM: "random, same count per matrix as S"}
 
 TABLES = [  # each with a summary
     "pruning", "scaling", "data_efficiency", "finetuning", "consistency", "layer_overlap", "layers", "share",

@@ -162,7 +162,9 @@ def set_name(method: str, control: str) -> str:
     'Wanda (TopK of the skill)', or a data set's own TopK set: 'TopK(reading)'."""
     if method == TOP_K:
         return f"TopK({control})"
-    label = METHODS[method].label if method in METHODS else method
+    from mathneuro.analyses import PLANTED_LABELS
+
+    label = METHODS[method].label if method in METHODS else PLANTED_LABELS.get(method, method)
     return label + ("" if control == NO_CONTROL else f" vs {control}")
 
 

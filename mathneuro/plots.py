@@ -22,7 +22,7 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from mathneuro.analyses import FIGURES, NO_SET, NO_SET_LABEL  # noqa: E402
+from mathneuro.analyses import FIGURES, NO_SET, NO_SET_LABEL, PLANTED_LABELS  # noqa: E402
 from mathneuro.methods import METHODS, NO_CONTROL, SPECIFIC, set_name  # noqa: E402
 
 COLOURS = dict(zip(METHODS, plt.get_cmap("tab10").colors))
@@ -44,6 +44,8 @@ def _headline_tasks(table: pd.DataFrame) -> list[str]:
 def _label(method: str) -> str:
     if method == NO_SET:
         return NO_SET_LABEL
+    if method in PLANTED_LABELS:
+        return PLANTED_LABELS[method]
     return METHODS[method].label if method in METHODS else method
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mathneuro.analyses import NO_SET, NO_SET_LABEL
+from mathneuro.analyses import NO_SET, NO_SET_LABEL, PLANTED, PLANTED_LABELS
 from mathneuro.evaluate import BPB_PREFIX, is_bpb_task, is_generated_task
 from mathneuro.methods import METHODS, SPECIFIC, describe, set_name
 from mathneuro.tasks import project_task_names
@@ -93,6 +93,8 @@ def set_label(method: str, control: str, skill: str, k: str, k_fraction: float) 
     """How the README names a set: 'MathNeuro (math − reading)', 'Wanda (top 5% on math)'..."""
     if method == NO_SET:
         return NO_SET_LABEL
+    if method in PLANTED_LABELS:
+        return PLANTED_LABELS[method]
     return describe(method, skill=skill, control=control, k_fraction=k_fraction)
 
 
@@ -426,6 +428,8 @@ def _model_report(folder: Path, skill: str | None, only: str | None) -> str:
     def k_text(table, k):
         if k == NO_SET:
             return NO_SET_LABEL
+        if k == PLANTED:
+            return "the planted set S and random sets of its count in every matrix"
         return f"K = {100 * float(table.loc[table['k'] == k, 'k_fraction'].iloc[0]):g}% per matrix"
 
     for label, table in (("Pruned", pruning), ("Scaled", read("scaling")),

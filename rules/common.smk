@@ -12,7 +12,14 @@ from snakemake.logging import logger
 from snakemake.utils import validate
 
 from mathneuro import freshness
-from mathneuro.analyses import FIGURES, NO_SET, REPORT_CATEGORIES, TABLES
+from mathneuro.analyses import (
+    FIGURES,
+    NO_SET,
+    PLANTED,
+    PLANTED_RANDOM,
+    REPORT_CATEGORIES,
+    TABLES,
+)
 from mathneuro.configs import compose
 from mathneuro.methods import METHODS, SPECIFIC, TOP_K, made_methods, sources
 from mathneuro.methods import controls as method_controls
@@ -64,7 +71,7 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     skill=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     control=r"[A-Za-z0-9][A-Za-z0-9_.+-]*",  # + joins the controls of an "all" set
-    method="|".join(METHODS),
+    method="|".join([*METHODS, PLANTED, PLANTED_RANDOM]),
     n=r"\d+",
     seed=r"\d+",
     k=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
@@ -111,7 +118,12 @@ TOPK_FILES = {"masks": ".safetensors", "counts": ".counts.parquet"}
 
 def mask_path(model, skill, method, control, n, seed, k, kind="masks"):
     """Where a method's set lives (kind "counts": its selected entries per matrix). A TopK-set
-    method (Wanda) reads the skill's TopK set itself."""
+    method (Wanda) reads the skill's TopK set itself; a planted model's own sets are its planted
+    set S and random sets of S's count."""
+    if method == PLANTED:
+        return truth_path(model)
+    if method == PLANTED_RANDOM:
+        return planted_random_path(model, seed)
     if method in METHODS and METHODS[method].top_k_set:
         return topk_path(model, skill, n, seed, k, TOPK_FILES[kind])
     folder = f"{RESULTS}/{model}/{kind}/{skill}/{method}/{control}/n{n}/seed{seed}"
@@ -132,6 +144,11 @@ def eval_path(model, skill, method, control, n, seed, k, edit, suite, kind="tabl
 def truth_path(model):
     """A planted model's set S, where its skill was planted (mathneuro.plant)."""
     return f"{RESULTS}/{model}/planted/truth.safetensors"
+
+
+def planted_random_path(model, seed):
+    """A random set of the planted set's count in every matrix (mathneuro.masks.random_like)."""
+    return f"{RESULTS}/{model}/planted/random/seed{seed}.safetensors"
 
 
 def localization_path(model):
@@ -291,7 +308,8 @@ def plant_bases():
 
 
 plant_data_paths = per(
-    "model", lambda model: study.data.files(study.models[model]["plant"]["data"])
+    "model",
+    lambda model: [f for d in study.planting_data(model) for f in study.data.files(d)],
 )
 
 
@@ -421,6 +439,8 @@ def evaluation_files(model, kind="table"):
         ]
     for variant in study.subskills.variants():
         files += [eval_path(model, *variant, s, kind) for s in study.subskills.suites()]
+    for variant in study.planted_variants(model):
+        files += [eval_path(model, study.skill, *variant, s, kind) for s in study.suites.evaluated]
     return list(dict.fromkeys(files))
 
 

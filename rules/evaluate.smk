@@ -86,7 +86,7 @@ rule evaluate:
             "control": wc.control,
             "n_samples": int(wc.n),
             "seed": int(wc.seed),
-            **study.k.labels(wc.k),
+            **study.k_labels(wc.model, wc.k),
             **study.skill_label(wc.skill),
             "edit": wc.edit,
             "factor": study.edits[wc.edit],

@@ -102,9 +102,9 @@ rule plant_model:
         content=content(plant_data_paths),
         plant=lambda wc: canonical(study.models[wc.model]["plant"]),
         texts=lambda wc: study.planting_texts(wc.model),
-        local_data=lambda wc: study.data.local_data_of(
-            study.models[wc.model]["plant"]["data"]
-        ),
+        local_data=lambda wc: {
+            d: study.data.local_data_of(d) for d in study.planting_data(wc.model)
+        },
         targets=study.targets,
     script:
         "../workflow_scripts/plant_model.py"

@@ -251,6 +251,30 @@ if study.analyses.agreements():
 
 if study.models.built_as("planted"):
 
+    rule planted_random:
+        """A random set of the planted set's count in every matrix, per repeat: the baseline the
+        planted set itself is pruned against (mathneuro.masks.random_like)."""
+        input:
+            truth_path("{model}"),
+        output:
+            planted_random_path("{model}", "{seed}"),
+        log:
+            "logs/planted_random/{model}/seed{seed}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/planted_random/{{model}}/seed{{seed}}.tsv"
+        wildcard_constraints:
+            model=models_built_as("planted"),
+        conda:
+            "../envs/mathneuro.yaml"
+        threads: 1
+        resources:
+            mem_mb=weights_job_mem_mb,
+            runtime=runtime_min(2),
+        params:
+            code=code("planted_random.py"),
+        script:
+            "../workflow_scripts/planted_random.py"
+
     rule localization:
         """How well every set of the study's main draws on a planted model recovers the set S its
         skill was planted in: precision, recall and Jaccard per module type and over all

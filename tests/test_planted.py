@@ -102,6 +102,25 @@ def study_mask(run: Path, row) -> ParameterMask:
     return ParameterMask.load(path)
 
 
+def test_the_pruning_table_holds_s_and_random_sets_of_its_count_pruned_beside_the_found_sets(run):
+    from mathneuro.analyses import PLANTED, PLANTED_RANDOM
+
+    pruning = pd.read_parquet(run / "results" / "tables" / STUDY.name / "pruning.parquet")
+    own = pruning[pruning["k"] == PLANTED]
+    seeds = STUDY.seeds
+    for model in PLANTED:
+        rows = own[own["model"] == model]
+        assert set(zip(rows["method"], rows["seed"])) == {(PLANTED, seeds[0])} | {(PLANTED_RANDOM, s) for s in seeds}
+        assert (rows["k_fraction"] == STUDY.models[model]["plant"]["share"]).all()
+        assert (rows["factor"] == STUDY.edits[STUDY.config["pruning"]["edit"]]).all()
+        found = pruning[(pruning["model"] == model) & (pruning["k"] != PLANTED)]
+        assert set(rows["task"]) == set(found["task"]) and "change_low" in rows  # the paired statistics too
+        truth = ParameterMask.load(run / "results" / model / "planted" / "truth.safetensors")
+        for seed in seeds:
+            drawn = ParameterMask.load(run / "results" / model / "planted" / "random" / f"seed{seed}.safetensors")
+            assert drawn.counts() == truth.counts() and drawn != truth
+
+
 def test_the_summary_prints_each_planted_models_localization(run):
     text = report(run / "results" / "tables" / STUDY.name)
     for model in PLANTED:

@@ -38,9 +38,11 @@ def table(run: Path, name: str, summary: bool = False) -> pd.DataFrame:
 
 def test_every_table_summary_and_figure_is_written(run):
     plots = run / "results" / "tables" / "tiny" / "plots"
+    planted = any(m["path"] == "planted" for m in compose([TINY])["models"].values())
+    empty = set() if planted else {"localization"}  # tests/test_planted.py runs a planted study
     for name in TABLES:
-        assert len(table(run, name)) > 0, name
-        assert len(table(run, name, summary=True)) > 0, name
+        assert (len(table(run, name)) > 0) == (name not in empty), name
+        assert (len(table(run, name, summary=True)) > 0) == (name not in empty), name
         assert "<table" in (plots / f"{name}.html").read_text(), name
     for name in FIGURES:
         assert (plots / f"{name}.png").read_bytes()[:4] == b"\x89PNG", name

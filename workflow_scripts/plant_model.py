@@ -1,5 +1,6 @@
 """A planted model (mathneuro.plant): a set S of the base toy's target matrices, the skill's texts
-trained into S alone; the model saved as a checkpoint, S as a mask beside it."""
+(and those of the data sets rehearsed) trained into S alone; the model saved as a checkpoint, S
+as a mask beside it."""
 
 import json
 from pathlib import Path
@@ -18,19 +19,27 @@ with log_to(snakemake.log[0]) as log:
     settings = params.plant
     torch.set_num_threads(snakemake.threads)
     answers = settings["loss_on"] == "answer"
-    texts = load_texts(params.texts, local_data=params.local_data, prompts=answers)  # before the model loads
+    # the planted skill's texts, then each rehearsed data set's: one group each, drawn equally often
+    loaded = {name: load_texts(spec, local_data=params.local_data[name], prompts=answers)
+              for name, spec in params.texts.items()}  # before the model loads
+    texts, prompt_chars, groups = [], [], []
+    for part in loaded.values():
+        groups.append(range(len(texts), len(texts) + len(part)))
+        texts += part.texts
+        prompt_chars += part.prompt_chars or []
     model, tokenizer = load_toy(snakemake.input.base)
     truth = truth_set(model, settings["shape"], settings["share"], settings["seed"],
                       targets=find_targets(model, **params.targets))
     parameters = sum(p.numel() for p in model.parameters())
     truth.provenance["model_parameters"] = parameters
-    log.info("planting %s in %s: %d of %d target entries (%s, share %g), %d texts, loss on %s",
+    log.info("planting %s in %s: %d of %d target entries (%s, share %g); texts %s, loss on %s",
              settings["data"], snakemake.input.base, truth.count(), truth.numel(), settings["shape"],
-             settings["share"], len(texts), "the answers" if answers else "every token")
+             settings["share"], {name: len(part) for name, part in loaded.items()},
+             "the answers" if answers else "every token")
     training = {key: settings[key] for key in ("steps", "batch_size", "lr", "optimizer", "weight_decay", "warmup",
                                                "max_length", "seed")}
-    plant(model, tokenizer, list(texts), truth, log=log.info, prompt_chars=list(texts.prompt_chars) if answers else None,
-          **training)
+    plant(model, tokenizer, texts, truth, log=log.info, prompt_chars=prompt_chars if answers else None,
+          groups=groups, weights=[1.0] * len(groups), **training)
     model.save_pretrained(output.model, safe_serialization=True)
     tokenizer.save_pretrained(output.model)
     truth.save(output.truth)

@@ -157,10 +157,37 @@ class Study:
         base = dict(self.config.get("toy_model", {})) | dict(self.models[model]["plant"]["base"])
         return {**self.config, "toy_model": base}
 
+    def planted_variants(self, model: str) -> list[tuple]:
+        """(method, control, n, seed, k, edit) of a planted model's own sets pruned (the pruning
+        edit): the set S its skill was planted in, once, and a random set of S's count in every
+        matrix per repeat (mathneuro.analyses.PLANTED, PLANTED_RANDOM); none for other models."""
+        from mathneuro.analyses import PLANTED, PLANTED_RANDOM
+        from mathneuro.methods import NO_CONTROL
+
+        if model not in self.models.built_as("planted"):
+            return []
+        edit = self.config["pruning"]["edit"]
+        seeds = [(PLANTED, self.seeds[0])] + [(PLANTED_RANDOM, seed) for seed in self.seeds]
+        return [(method, NO_CONTROL, self.n_samples, seed, PLANTED, edit) for method, seed in seeds]
+
+    def k_labels(self, model: str, k: str) -> dict[str, Any]:
+        """How an evaluation's rows label its set's K (KLabels.labels); a planted model's own sets
+        (K label PLANTED) by the share of the planted set."""
+        from mathneuro.analyses import PLANTED
+
+        if k == PLANTED:
+            return {"k": PLANTED, "k_fraction": float(self.models[model]["plant"]["share"])}
+        return self.k.labels(k)
+
+    def planting_data(self, model: str) -> list[str]:
+        """The data sets a planted model is trained on: the planted skill's, then those rehearsed."""
+        plant = self.models[model]["plant"]
+        return list(dict.fromkeys([plant["data"], *plant["rehearse"]]))
+
     def planting_texts(self, model: str) -> dict[str, Any]:
-        """The data spec a planted model's skill is trained from: its data set's, every text it
-        reads (training draws its batches from them under the planting's seed)."""
-        return canonical(self.config["datasets"][self.models[model]["plant"]["data"]])
+        """The data specs a planted model is trained from (:meth:`planting_data`, in that order):
+        every text each reads (training draws its batches from them under the planting's seed)."""
+        return {name: canonical(self.config["datasets"][name]) for name in self.planting_data(model)}
 
     def skill_label(self, skill: str) -> dict[str, str]:
         """An evaluation's ``skill`` label where its set is another skill's than the study's (a
@@ -182,7 +209,12 @@ class Study:
         whose name the skill's TopK set takes."""
         from mathneuro.methods import TOP_K_METHOD
 
+        from mathneuro.analyses import PLANTED, PLANTED_RANDOM
+
         selections = self.analyses.selections(self.skill) | {"subskills": self.subskills.selection()}
+        if any(self.planted_variants(m) for m in self.models):  # the planted sets' rows join pruning's
+            pruning = selections["pruning"]
+            pruning |= {"method": [*pruning["method"], PLANTED, PLANTED_RANDOM], "k": [*pruning["k"], PLANTED]}
         return {"selections": selections, "skill_tasks": self.suites.skill_tasks, "skill": self.skill,
                 "top_k_set": {"skill": self.skill, "method": TOP_K_METHOD}}
 

@@ -114,6 +114,8 @@ class Models:
                 problems.append(f"models.{label}: `architecture` goes with path 'random', and only with it")
             if (spec["path"] == "planted") != ("plant" in spec):
                 problems.append(f"models.{label}: `plant` goes with path 'planted', and only with it")
-            elif "plant" in spec and spec["plant"]["data"] not in datasets:
-                problems.append(f"models.{label}.plant.data: {spec['plant']['data']!r} is not in datasets")
+            elif "plant" in spec:
+                named = {"data": [spec["plant"]["data"]], "rehearse": spec["plant"].get("rehearse", [])}
+                problems += [f"models.{label}.plant.{key}: {name!r} is not in datasets"
+                             for key, names in named.items() for name in names if name not in datasets]
         return problems
