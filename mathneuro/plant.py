@@ -21,24 +21,26 @@ random would have there (S's share of those entries).
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
-from mathneuro.masks import ParameterMask, random_like
+from mathneuro.masks import ParameterMask
 from mathneuro.targets import Target, find_targets
 
 SHAPES = ("entries", "neurons")
 _MLP = re.compile(r"^(.*\.mlp)\.")
+_STREAM = 0x706C616E  # "plan": the planted sets' streams
 
 
 def truth_set(model: nn.Module, shape: str, share: float, seed: int,
               targets: Sequence[Target] | None = None) -> ParameterMask:
     """The set S a skill is planted in, over the target matrices (default: every matrix inside the
     blocks, as the methods score them): ``entries``, ``round(share · size)`` entries of each matrix
-    drawn uniformly (mathneuro.masks.random_like's per-matrix streams); ``neurons``,
+    drawn uniformly (a stream per matrix, apart from mathneuro.masks.random_like's); ``neurons``,
     ``round(share · d_mlp)`` neurons of each MLP block drawn uniformly, each whole (its row in
     every matrix that writes it, its column in the one that reads it). Other matrices (attention
     under ``neurons``) hold no entry of S."""
@@ -51,14 +53,20 @@ def truth_set(model: nn.Module, shape: str, share: float, seed: int,
         raise ValueError("planting in experts' matrices is not implemented: the routed tokens of a "
                          "mixture of experts decide what an expert's entries learn")
     if shape == "entries":
-        counts = {}
+        masks = {}
         for t in targets:
-            first = torch.zeros(t.weight.numel(), dtype=torch.bool)
-            first[: round(share * t.weight.numel())] = True
-            counts[t.param_name] = first.reshape(t.weight.shape)
-        truth = random_like(ParameterMask(counts), seed)
-        return ParameterMask(dict(truth.items()), {"op": "planted", "shape": shape, "share": share, "seed": seed})
+            numel = t.weight.numel()
+            flat = np.zeros(numel, dtype=bool)
+            flat[_rng(seed, t.param_name).choice(numel, size=round(share * numel), replace=False)] = True
+            masks[t.param_name] = torch.from_numpy(flat).reshape(t.weight.shape)
+        return ParameterMask(masks, {"op": "planted", "shape": shape, "share": share, "seed": seed})
     return _neurons(model, targets, share, seed)
+
+
+def _rng(seed: int, name: str) -> np.random.Generator:
+    """A matrix's own stream, apart from mathneuro.masks.random_like's under any seed (the random
+    baselines of S must not draw S again)."""
+    return np.random.default_rng([seed, zlib.crc32(name.encode()), _STREAM])
 
 
 def _neurons(model: nn.Module, targets: Sequence[Target], share: float, seed: int) -> ParameterMask:
@@ -71,13 +79,13 @@ def _neurons(model: nn.Module, targets: Sequence[Target], share: float, seed: in
             blocks.setdefault(match.group(1), []).append(t)
     if not blocks:
         raise ValueError("no MLP block (a module named `mlp`) among the target matrices: neurons cannot be planted")
-    for index, (block, members) in enumerate(sorted(blocks.items())):
+    for block, members in sorted(blocks.items()):
         d_mlp = {d for t in members for d in _dims(t)} - {hidden}
         if len(d_mlp) != 1:
             raise ValueError(f"{block}: cannot tell its neurons' dimension from the matrices' shapes "
                              f"{[tuple(t.weight.shape) for t in members]} and hidden size {hidden}")
         (d_mlp,) = d_mlp
-        rng = np.random.default_rng([seed, index])
+        rng = _rng(seed, block)
         chosen = torch.from_numpy(np.sort(rng.choice(d_mlp, size=round(share * d_mlp), replace=False)))
         for t in members:
             in_features, out_features = _dims(t)

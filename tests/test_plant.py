@@ -68,6 +68,21 @@ def test_a_neurons_set_holds_whole_neurons_of_every_mlp_and_nothing_else(tokeniz
     assert truth != truth_set(model, "neurons", share, seed=1)
 
 
+@pytest.mark.parametrize("shape", ["entries", "neurons"])
+def test_a_random_set_of_s_count_is_never_s_itself(tokenizer, shape):
+    """S's random baselines (mathneuro.masks.random_like under the repeats' seeds) draw from other
+    streams than S, under the planting's seed or any other."""
+    from mathneuro.masks import random_like
+
+    model = tiny_llama(len(tokenizer))
+    for seed in range(3):
+        truth = truth_set(model, shape, 0.2, seed=seed)
+        for other in range(3):
+            drawn = random_like(truth, other)
+            assert drawn.counts() == truth.counts()
+            assert (drawn & truth).count() < 0.5 * truth.count(), (seed, other)
+
+
 def test_a_set_of_an_unknown_shape_or_share_is_refused(tokenizer):
     model = tiny_llama(len(tokenizer))
     with pytest.raises(ValueError, match="shape is one of"):

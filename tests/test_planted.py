@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.workflow]
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "tests" / "configs" / "planted-tiny.yaml"
 STUDY = Study(validated(compose([CONFIG])))
-PLANTED = STUDY.models.built_as("planted")
+PLANTED_MODELS = STUDY.models.built_as("planted")
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +41,11 @@ def weights(folder: Path) -> dict[str, torch.Tensor]:
 
 
 def test_the_config_plants_both_shapes_in_one_shared_base():
-    assert {STUDY.models[m]["plant"]["shape"] for m in PLANTED} == {"entries", "neurons"}
-    assert len({STUDY.plant_base(m) for m in PLANTED}) == 1
+    assert {STUDY.models[m]["plant"]["shape"] for m in PLANTED_MODELS} == {"entries", "neurons"}
+    assert len({STUDY.plant_base(m) for m in PLANTED_MODELS}) == 1
 
 
-@pytest.mark.parametrize("model", PLANTED)
+@pytest.mark.parametrize("model", PLANTED_MODELS)
 def test_a_planted_model_differs_from_its_base_in_s_alone_and_restoring_s_gives_the_base(run, model):
     base = weights(run / "results" / "bases" / STUDY.plant_base(model))
     planted = weights(run / "results" / "models" / model)
@@ -70,7 +70,7 @@ def test_a_planted_model_differs_from_its_base_in_s_alone_and_restoring_s_gives_
 def test_the_localization_table_holds_every_set_of_the_study_against_s_as_the_masks_give_it(run):
     table = pd.read_parquet(run / "results" / "tables" / STUDY.name / "localization.parquet")
     overall = table[table["module"] == ALL_MODULES]
-    expected = {(model, method, control, seed, STUDY.k.skill(k)) for model in PLANTED
+    expected = {(model, method, control, seed, STUDY.k.skill(k)) for model in PLANTED_MODELS
                 for method, control, seed, k in STUDY.analyses.sets()}
     assert set(overall[["model", "method", "control", "seed", "k"]].itertuples(index=False, name=None)) == expected
     assert len(overall) == len(expected)
@@ -108,7 +108,7 @@ def test_the_pruning_table_holds_s_and_random_sets_of_its_count_pruned_beside_th
     pruning = pd.read_parquet(run / "results" / "tables" / STUDY.name / "pruning.parquet")
     own = pruning[pruning["k"] == PLANTED]
     seeds = STUDY.seeds
-    for model in PLANTED:
+    for model in PLANTED_MODELS:
         rows = own[own["model"] == model]
         assert set(zip(rows["method"], rows["seed"])) == {(PLANTED, seeds[0])} | {(PLANTED_RANDOM, s) for s in seeds}
         assert (rows["k_fraction"] == STUDY.models[model]["plant"]["share"]).all()
@@ -123,9 +123,9 @@ def test_the_pruning_table_holds_s_and_random_sets_of_its_count_pruned_beside_th
 
 def test_the_summary_prints_each_planted_models_localization(run):
     text = report(run / "results" / "tables" / STUDY.name)
-    for model in PLANTED:
+    for model in PLANTED_MODELS:
         assert f"## Model {model}" in text
-    assert text.count("Localization on planted models") == len(PLANTED)
+    assert text.count("Localization on planted models") == len(PLANTED_MODELS)
 
 
 def test_a_finished_planted_run_plans_nothing(run):

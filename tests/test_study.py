@@ -310,6 +310,10 @@ def test_models_say_where_each_is_loaded_from_and_what_its_jobs_ask_for(tmp_path
     assert models.problems(synthetic=True, datasets={"math": {}}) == []
     assert models.folder("planted") == "out/models/planted"
     assert [p.split(":")[0] for p in models.problems(synthetic=True, datasets={})] == ["models.planted.plant.data"]
+    specs["planted"]["plant"]["rehearse"] = ["facts"]
+    assert [p.split(":")[0] for p in models.problems(synthetic=True, datasets={"math": {}})] == [
+        "models.planted.plant.rehearse"]
+    del specs["planted"]["plant"]["rehearse"]
     assert [p.split(":")[0].split(".path")[0] for p in models.problems(synthetic=False, datasets={"math": {}})] == [
         "models.toy", "models.planted"]
     with pytest.raises(ValueError, match="no model 'nope'"):
