@@ -23,8 +23,10 @@ PRODUCERS = {
     "subskill_overlap": "subskill_overlap", "snip": "snip_scores", "snip_topk": "snip_top_k",
     "agreement": "method_agreement", "finetuned": "finetune",
 }
+PLANTED = {"truth.safetensors": "plant_model", "random": "planted_random", "localization.parquet": "localization"}
 TOP_LEVEL = {"tables": "aggregate", "tasks": "suite_tasks", "models": "the model's rule (shipped_toy_model, "
-             "train_toy_model, random_model or dequantize_gguf)", "data": "synthetic_data (or mmlu_records)"}
+             "train_toy_model, plant_model, random_model or dequantize_gguf)", "data": "synthetic_data (or mmlu_records)",
+             "bases": "train_plant_base"}
 
 
 class DamagedFile(ValueError):
@@ -41,6 +43,8 @@ def producer(path: str | Path, results: str = "results") -> str | None:
         return "plots"
     if below and below[0] in TOP_LEVEL:
         return TOP_LEVEL[below[0]]
+    if len(below) >= 3 and below[1] == "planted":  # <model>/planted/: a planted model's own files
+        return PLANTED.get(below[2])
     if len(below) >= 2 and below[1] in PRODUCERS:
         if below[1] == "eval" and len(below) > 2 and below[2] == "base":
             return "evaluate_base"

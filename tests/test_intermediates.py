@@ -70,8 +70,10 @@ def test_a_damaged_file_is_named_with_the_rule_that_remakes_it(tmp_path, monkeyp
 
 
 def test_the_rule_named_for_every_output_is_the_one_that_writes_it(tmp_path):
-    """Every output of the tiny study's DAG, and of the toy's: producer() names its job's rule."""
-    for config in (REPO / "tests" / "configs" / "tiny.yaml", REPO / "config.yaml"):
+    """Every output of the tiny study's DAG, the toy's and the planted one's: producer() names its
+    job's rule."""
+    for config in (REPO / "tests" / "configs" / "tiny.yaml", REPO / "config.yaml",
+                   REPO / "tests" / "configs" / "planted-tiny.yaml"):
         for job in planned(tmp_path / config.stem, config, "--forceall"):
             for output in job.outputs:
                 named = producer(output)
