@@ -440,7 +440,10 @@ def evaluation_files(model, kind="table"):
     for variant in study.subskills.variants():
         files += [eval_path(model, *variant, s, kind) for s in study.subskills.suites()]
     for variant in study.planted_variants(model):
-        files += [eval_path(model, study.skill, *variant, s, kind) for s in study.suites.evaluated]
+        files += [
+            eval_path(model, study.skill, *variant, s, kind)
+            for s in study.suites.evaluated
+        ]
     return list(dict.fromkeys(files))
 
 
@@ -474,7 +477,9 @@ def agreement_files(model):
 
 def localization_files(model):
     """A planted model's localization table (none for other models)."""
-    return [localization_path(model)] if model in study.models.built_as("planted") else []
+    return (
+        [localization_path(model)] if model in study.models.built_as("planted") else []
+    )
 
 
 def study_set_paths(model):
