@@ -12,9 +12,9 @@ it". Planting gives a truth (after INJ, Chang et al., NAACL 2024, there for memo
    entry outside S bit-identical to the base's).
 
 The skill's change then lives in S by construction: putting S's pre-plant values back
-(:func:`restore`) gives the base model bit for bit. :func:`localization` scores a found set
-against S: precision (how much of the found set lies in S), recall (how much of S it found) and
-Jaccard, per module type and over all matrices, with ``chance``, the precision a set drawn at
+(:func:`restore`) gives the base model bit for bit. mathneuro.tables.localization scores a found
+set against S: precision (how much of the found set lies in S), recall (how much of S it found)
+and Jaccard, per module type and over all matrices, with ``chance``, the precision a set drawn at
 random would have there (S's share of those entries).
 """
 

@@ -209,19 +209,14 @@ ALL_MODULES = "all"  # the module label of a localization's row over every matri
 
 
 def localization(found: ParameterMask, truth: ParameterMask, **labels) -> pd.DataFrame:
-    """How well a found set recovers ``truth``, the set a skill was planted in (mathneuro.plant): per module type (``q_proj``, ``down_proj``, ...) and
-    over every matrix (module ``all``), the entries there (``numel``), each set's size, the found
-    entries that lie in the truth (``hits``), precision = hits / found, recall = hits / truth,
-    Jaccard = hits / union, and ``chance`` = truth / numel, a random set's expected precision.
-    A measure whose denominator is 0 is NaN (an empty found set has no precision). ``labels``
-    become columns."""
-    truth.check_shapes(found.shapes, what="the found set")
-    rows = []
-    for name, selected in found.items():
-        true = truth[name].to(selected.device)
-        rows.append((parameter_location(name)[1], selected.numel(), int(selected.count_nonzero()),
-                     int(true.count_nonzero()), int((selected & true).count_nonzero())))
-    counts = pd.DataFrame(rows, columns=["module", *LOCALIZATION_COUNTS])
+    """How well a found set recovers ``truth``, the set a skill was planted in (mathneuro.plant):
+    per module type (``q_proj``, ``down_proj``, ...) and over every matrix (module ``all``), the
+    entries there (``numel``), each set's size, the found entries that lie in the truth
+    (``hits``), precision = hits / found, recall = hits / truth, Jaccard = hits / union, and
+    ``chance`` = truth / numel, a random set's expected precision. The counts are
+    :func:`layer_overlap`'s, summed over layers. A measure whose denominator is 0 is NaN (an empty
+    found set has no precision). ``labels`` become columns."""
+    counts = layer_overlap(found, truth).rename(columns={"size_a": "found", "size_b": "truth", "intersection": "hits"})
     table = counts.groupby("module", as_index=False, sort=True)[LOCALIZATION_COUNTS].sum()
     table = pd.concat([table, pd.DataFrame([{"module": ALL_MODULES, **counts[LOCALIZATION_COUNTS].sum()}])],
                       ignore_index=True).astype({"module": "string"} | dict.fromkeys(LOCALIZATION_COUNTS, "int64"))
@@ -306,7 +301,7 @@ def build_tables(
     labelled, and ``subskill_overlaps`` are its sets' :func:`set_overlaps`, summarized over seeds;
     ``agreements``, the overlaps of two methods' sets from the same draws (SNIP's and MathNeuro's),
     likewise; ``localizations``, how each set found on a planted model recovers its planted set
-    (mathneuro.plant.localization), likewise."""
+    (:func:`localization`), likewise."""
     from mathneuro.evidence import item_outcomes
 
     evaluations = labelled(evaluations, EVAL_COLUMNS, skill)

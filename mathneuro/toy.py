@@ -108,7 +108,7 @@ DEFAULT_MIX = {"math": 0.6, "reading": 0.2, "facts": 0.2}
 LOSS_ON = ("answer", "all")
 
 
-def _task_groups(by_task: Mapping[str, Sequence[Any]]) -> list[range]:
+def task_groups(by_task: Mapping[str, Sequence[Any]]) -> list[range]:
     """Index ranges of each task's texts in the concatenation (tasks in given order)."""
     groups, start = [], 0
     for items in by_task.values():
@@ -154,7 +154,7 @@ def train_toy(train_files: Mapping[str, Any], out_dir: str | Path, *,
     log(f"model: {sum(p.numel() for p in model.parameters()):,} parameters")
     train(model, tokenizer, texts, steps=steps, batch_size=batch_size, lr=lr, seed=seed,
           warmup=warmup, weight_decay=weight_decay, max_length=max_position_embeddings,
-          groups=_task_groups(by_task), weights=weights,
+          groups=task_groups(by_task), weights=weights,
           prompt_chars=[n for _, n in examples] if loss_on == "answer" else None,
           log_every=log_every, log=log)
     out_dir = Path(out_dir)

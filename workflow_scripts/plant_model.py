@@ -12,7 +12,7 @@ from mathneuro.logs import end_job, log_to
 from mathneuro.plant import plant, truth_set
 from mathneuro.provenance import fingerprint
 from mathneuro.targets import find_targets
-from mathneuro.toy import load_toy
+from mathneuro.toy import load_toy, task_groups
 
 with log_to(snakemake.log[0]) as log:
     params, output = snakemake.params, snakemake.output
@@ -22,11 +22,9 @@ with log_to(snakemake.log[0]) as log:
     # the planted skill's texts, then each rehearsed data set's: one group each, drawn equally often
     loaded = {name: load_texts(spec, local_data=params.local_data[name], prompts=answers)
               for name, spec in params.texts.items()}  # before the model loads
-    texts, prompt_chars, groups = [], [], []
-    for part in loaded.values():
-        groups.append(range(len(texts), len(texts) + len(part)))
-        texts += part.texts
-        prompt_chars += part.prompt_chars or []
+    texts = [text for part in loaded.values() for text in part]
+    prompt_chars = [n for part in loaded.values() for n in part.prompt_chars or ()]
+    groups = task_groups(loaded)
     model, tokenizer = load_toy(snakemake.input.base)
     truth = truth_set(model, settings["shape"], settings["share"], settings["seed"],
                       targets=find_targets(model, **params.targets))
