@@ -119,6 +119,7 @@ OTHER_MEANINGS = [
     ("mathneuro/configs.py", '/ "mathneuro"'),
     ("mathneuro/intermediates.py", '"topk": "top_k"'),  # the folder of the TopK sets (rules/common.smk's paths)
     ("mathneuro/intermediates.py", '"snip": "snip_scores"'),  # the folder of SNIP's scores
+    ("mathneuro/intermediates.py", '"random": "planted_random"'),  # the folder of a planted model's random sets
     ("mathneuro/__init__.py", '"lape_mask": "lape"'),  # the module lape.py
     ("mathneuro/__init__.py", "module 'mathneuro'"),
 ]
