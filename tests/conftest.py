@@ -96,12 +96,28 @@ def model(request, tokenizer):
     return build(len(tokenizer))
 
 
+def shared_folder(tmp_path_factory) -> Path:
+    """A temporary folder every pytest-xdist worker of this session sees (the session's own
+    folder when pytest runs alone)."""
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> Path:
     """The tiny workflow (tests/configs/tiny.yaml) run for real once, for every test that reads a
-    finished run (tests/test_workflow.py, tests/test_resume.py); tests copy it before changing it."""
+    finished run (tests/test_workflow.py, tests/test_resume.py); tests copy it before changing it.
+    Under pytest-xdist (`-n`), the first worker to ask runs it and the others wait for it."""
     from dag import snakemake
+    from filelock import FileLock
 
-    workdir = tmp_path_factory.mktemp("workflow")
-    snakemake(workdir, REPO / "tests" / "configs" / "tiny.yaml", "--cores", "2")
+    workdir = shared_folder(tmp_path_factory) / "tiny_run"
+    finished = workdir.with_suffix(".finished")
+    with FileLock(workdir.with_suffix(".lock")):
+        if not finished.is_file():
+            workdir.mkdir(exist_ok=True)
+            snakemake(workdir, REPO / "tests" / "configs" / "tiny.yaml", "--cores", "2")
+            finished.touch()
     return workdir
