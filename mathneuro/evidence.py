@@ -16,9 +16,12 @@ with all its repeats together (``mathneuro.stats``: the tests and why). The colu
   (``change_std``, ``change_min``, ``change_max``), and ``significant``/``baseline_significant``
   (Holm-adjusted p below 0.05).
 
-Holm's method adjusts the p-values of one family: the rows of one table (pruning, scaling, ...)
-on one task and metric, per comparison (against the unedited model, against the baseline), per
-repeat and pooled apart.
+Holm's method adjusts the p-values of one family: one table's rows of one evaluated set under one
+edit (model, skill, method, control, sample count, K, edit; one repeat, or the repeats pooled) on
+one metric, over the tasks it was measured on, per comparison (against the unedited model, against
+the baseline). The question a family answers is "which tasks did this edit change?", so adding a K,
+an edit, a method, a sample count, a repeat or a model to a study adds families and changes no
+existing row's star; adding a task to the suites enlarges every set's family.
 
 Items: a task's documents by ``doc_id``; a group's (``mmlu``) are its leaf tasks' (``group_subtasks``
 of lm-eval's results), each weighted as lm-eval weighs it: by size (one weight per item) or
@@ -43,6 +46,7 @@ from mathneuro.stats import holm, mcnemar, ratio_change
 VARIANT = ["model", "skill", "method", "control", "n_samples", "seed", "k", "control_k_fraction", "edit"]
 ITEM_COLUMNS = ["score", "loglikelihood", "weight"]
 ALPHA = 0.05
+FAMILY = [*VARIANT, "metric"]  # Holm's family: one set, repeat and edit on one metric, over its tasks
 REPEAT_COLUMNS = {"n_items": "Int64", "lost": "Int64", "gained": "Int64", "change_low": "float64",
                   "change_high": "float64", "p_value": "float64", "p_holm": "float64", "baseline": "string",
                   "baseline_change": "float64", "baseline_low": "float64", "baseline_high": "float64",
@@ -168,11 +172,11 @@ def _comparisons(row: Mapping, seeds: Sequence, outcomes, groups) -> dict[str, f
 
 def repeat_statistics(table: pd.DataFrame, outcomes, groups) -> pd.DataFrame:
     """One edit table's rows (one per repeat) with the paired statistics of each against the
-    unedited model and against its set's baseline (module docstring), Holm per task and metric."""
+    unedited model and against its set's baseline (module docstring), Holm per family."""
     stats = pd.DataFrame([_comparisons(row, [row["seed"]], outcomes, groups) for _, row in table.iterrows()],
                          index=table.index, columns=list(REPEAT_COLUMNS))
     out = pd.concat([table, stats.astype(REPEAT_COLUMNS)], axis=1)
-    return _holm(out, {"p_value": "p_holm", "baseline_p": "baseline_p_holm"})
+    return _holm(out, {"p_value": "p_holm", "baseline_p": "baseline_p_holm"}, FAMILY)
 
 
 def summary_statistics(summary: pd.DataFrame, table: pd.DataFrame, outcomes, groups) -> pd.DataFrame:
@@ -188,7 +192,8 @@ def summary_statistics(summary: pd.DataFrame, table: pd.DataFrame, outcomes, gro
         rows.append(_comparisons({**row, "base_value": base_value}, repeats, outcomes, groups) if repeats else {})
     columns = [c for c in SUMMARY_COLUMNS if "significant" not in c]
     stats = pd.DataFrame(rows, index=summary.index, columns=columns)
-    out = _holm(pd.concat([summary, stats], axis=1), {"p_value": "p_holm", "baseline_p": "baseline_p_holm"})
+    out = _holm(pd.concat([summary, stats], axis=1), {"p_value": "p_holm", "baseline_p": "baseline_p_holm"},
+                [c for c in FAMILY if c != "seed"])
     out["significant"] = out["p_holm"] < ALPHA
     out["baseline_significant"] = out["baseline_p_holm"] < ALPHA
     return out.astype(SUMMARY_COLUMNS)
@@ -199,11 +204,13 @@ def _plain(values) -> tuple:
     return tuple(None if pd.isna(v) else v for v in values)
 
 
-def _holm(frame: pd.DataFrame, columns: Mapping[str, str]) -> pd.DataFrame:
-    """Holm-adjusted copies of p-value ``columns`` (p -> adjusted), one family per task and metric."""
+def _holm(frame: pd.DataFrame, columns: Mapping[str, str], family: Sequence[str]) -> pd.DataFrame:
+    """Holm-adjusted copies of p-value ``columns`` (p -> adjusted), one family per value of the
+    ``family`` columns (those the frame has; module docstring)."""
     frame = frame.copy()
+    keys = [c for c in family if c in frame.columns]
     for p, adjusted in columns.items():
         frame[adjusted] = pd.Series(np.nan, index=frame.index, dtype="float64")
-        for _, part in frame.groupby(["task", "metric"], dropna=False, sort=False):
+        for _, part in frame.groupby(keys, dropna=False, sort=False):
             frame.loc[part.index, adjusted] = holm(part[p].to_numpy(dtype=float))
     return frame

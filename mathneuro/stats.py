@@ -87,7 +87,7 @@ def ratio_change(numerators: Sequence[float], denominators: Sequence[float] | No
     change = float(num.sum() / den.sum())
     moved = num[num != 0]
     sizes = np.unique(np.abs(moved))
-    if moved.size == 0:
+    if moved.size <= 1:  # no item, or one whose two signs are the two patterns: nothing is extreme
         p = 1.0
     elif sizes.size == 1 and np.all(den == den[0]):  # one size of step: the binomial distribution
         p = binomtest(int((moved > 0).sum()), moved.size, 0.5).pvalue

@@ -134,7 +134,7 @@ def variant_table(summary: pd.DataFrame, share: pd.DataFrame | None = None, *, k
     return pd.DataFrame(out, columns=["set", "size", *shown])
 
 
-MARK = "*"  # a change significant by the paired test, Holm-adjusted within its table, task and metric
+MARK = "*"  # a change significant by the paired test, Holm-adjusted over the set and edit's tasks (evidence.FAMILY)
 
 
 def interval(change: float, low: float, high: float, significant, metric: str) -> str:

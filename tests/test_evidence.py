@@ -5,6 +5,7 @@ statsmodels (exact McNemar, Holm) or from the definition (a group's weights, bit
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -34,13 +35,20 @@ def flipped(reference: np.ndarray, share: float, seed: int) -> np.ndarray:
     return np.where(rng.random(len(reference)) < share, 1 - reference, reference)
 
 
-def variants(methods) -> list[dict]:
-    """The unedited model and each set's repeats, labelled as evaluate jobs label them."""
-    base = {"model": "m", "method": "base", "suite": "s"}
-    edited = [{"model": "m", "method": method, "control": "c" if method != OTHER else "none", "n_samples": 10,
-               "seed": seed, "k": "5pct", "k_fraction": 0.05, "edit": "x0", "factor": 0.0, "suite": "s"}
-              for method in methods for seed in SEEDS]
-    return [base, *edited]
+def variants(methods, models=("m",), ks=(("5pct", 0.05),), edits=(("x0", 0.0),)) -> list[dict]:
+    """The unedited models and each set's repeats, labelled as evaluate jobs label them."""
+    bases = [{"model": model, "method": "base", "suite": "s"} for model in models]
+    edited = [{"model": model, "method": method, "control": "c" if method != OTHER else "none", "n_samples": 10,
+               "seed": seed, "k": k, "k_fraction": fraction, "edit": edit, "factor": factor, "suite": "s"}
+              for model in models for method in methods for seed in SEEDS for k, fraction in ks
+              for edit, factor in edits]
+    return [*bases, *edited]
+
+
+def draws(labels: dict) -> int:
+    """A variant's own seed for its simulated outcomes, from its labels: the same variant draws the
+    same outcomes in every study it is part of."""
+    return zlib.crc32(repr(sorted(labels.items())).encode())
 
 
 @pytest.fixture(scope="module")
@@ -48,20 +56,22 @@ def study():
     return evaluated((SPECIFIC, BASELINE, OTHER))
 
 
-def evaluated(methods):
-    """Per-item records of the unedited model and each method's sets on a task, two subtasks of two
-    groups (one weighted by size, one by subtask) and a bits-per-byte task, with the result rows
-    lm-eval would report, and the edit tables built from them."""
+def evaluated(methods, **grid):
+    """Per-item records of the unedited model and each method's sets (``grid``: the models, Ks and
+    edits of :func:`variants`) on a task, two subtasks of two groups (one weighted by size, one by
+    subtask) and a bits-per-byte task, with the result rows lm-eval would report, and the edit
+    tables built from them."""
     sizes = {"t": 120, **LEAVES}
     texts = np.random.default_rng(9).integers(40, 300, size=80).astype(float)
     rows, items = [], []
-    for i, labels in enumerate(variants(methods)):
+    for labels in variants(methods, **grid):
+        seed = draws(labels)
         scores = {task: outcomes(n, 0.7, 100 + j) for j, (task, n) in enumerate(sizes.items())}
         if labels["method"] != "base":
             share = {SPECIFIC: 0.35, BASELINE: 0.05, OTHER: 0.5}[labels["method"]]
-            scores = {task: flipped(s, share, 1000 + 10 * i + j) for j, (task, s) in enumerate(scores.items())}
-        loglikelihood = -texts * (1.0 + (0.02 * i if labels["method"] != "base" else 0.0)) \
-            + np.random.default_rng(50 + i).normal(0, 1, size=len(texts))
+            scores = {task: flipped(s, share, seed + j) for j, (task, s) in enumerate(scores.items())}
+        loglikelihood = -texts * (1.0 + (0.02 * (1 + seed % 7) if labels["method"] != "base" else 0.0)) \
+            + np.random.default_rng(seed).normal(0, 1, size=len(texts))
         for task, values in scores.items():
             items += [{**labels, "task": task, "doc_id": d, "metric": "acc,none", "score": v}
                       for d, v in enumerate(values)]
@@ -75,7 +85,8 @@ def evaluated(methods):
                    "loglikelihood": ll, "weight": b} for d, (ll, b) in enumerate(zip(loglikelihood, texts))]
         rows.append({**labels, "task": "bpb_x", "metric": "bits_per_byte,none", "n": len(texts),
                      "value": -loglikelihood.sum() / (math.log(2) * texts.sum())})
-    groups = {("m", "s"): {"grp": list(LEAVES), "grp_mean": list(LEAVES), "grp_odd": list(LEAVES)}}
+    groups = {(model, "s"): {"grp": list(LEAVES), "grp_mean": list(LEAVES), "grp_odd": list(LEAVES)}
+              for model in grid.get("models", ["m"])}
     samples = pd.DataFrame(items)
     tables = build_tables(pd.DataFrame(rows), pd.DataFrame(columns=["model", "method", "control", "k", "k_fraction",
                                                                     "n_samples", "seed", "parameter", "layer",
@@ -132,18 +143,47 @@ def test_a_set_whose_baseline_was_not_evaluated_names_no_baseline():
     assert not change_table(summary, k="5pct", edit="x0")["set"].str.startswith("  −").any()  # no "− random" row
 
 
-def test_holm_adjusts_each_task_and_metrics_rows_together(study):
+def test_holms_family_is_one_sets_tasks_on_one_metric(study):
+    """Per repeat, one set (its repeat) under one edit on one metric, over its tasks; pooled, the
+    same without the repeat: each family adjusted as statsmodels adjusts it alone."""
     (table, summary), _ = study
-    for frame in (table, summary):
-        for _, part in frame.groupby(["task", "metric"]):
-            tested = part["p_value"].notna()
-            expected = multipletests(part.loc[tested, "p_value"], method="holm")[1]
-            assert np.allclose(part.loc[tested, "p_holm"], expected)
-            both = part["baseline_p"].notna()
-            if both.any():
-                assert np.allclose(part.loc[both, "baseline_p_holm"],
-                                   multipletests(part.loc[both, "baseline_p"], method="holm")[1])
+    family = ["model", "skill", "method", "control", "n_samples", "k", "edit", "metric"]
+    for frame, keys in ((table, [*family, "seed"]), (summary, family)):
+        sizes = []
+        for _, part in frame.groupby([k for k in keys if k in frame.columns], dropna=False):
+            for p, adjusted in (("p_value", "p_holm"), ("baseline_p", "baseline_p_holm")):
+                tested = part[p].notna()
+                if tested.any():
+                    assert np.allclose(part.loc[tested, adjusted], multipletests(part.loc[tested, p], method="holm")[1])
+                assert part.loc[~tested, adjusted].isna().all()
+            sizes.append(part["task"].nunique())
+        assert max(sizes) > 1  # a family holds several tasks
     assert (summary["significant"] == (summary["p_holm"] < 0.05)).all()
+
+
+GROWN = {
+    "a K": {"ks": (("5pct", 0.05), ("10pct", 0.10))},
+    "an edit": {"edits": (("x0", 0.0), ("x1.1", 1.1))},
+    "a model": {"models": ("m", "m2")},
+}
+
+
+@pytest.mark.parametrize("what", [*GROWN, "a method"])
+def test_adding_a_k_an_edit_a_method_or_a_model_changes_no_existing_rows_adjusted_p_value(what):
+    """Holm's families do not span sets, edits or models: a study grown by one of them keeps every
+    row it had, adjusted p-value and star included."""
+    (table, summary), _ = evaluated((SPECIFIC, BASELINE))
+    (grown_table, grown_summary), _ = evaluated((SPECIFIC, BASELINE, OTHER) if what == "a method" else
+                                                (SPECIFIC, BASELINE), **GROWN.get(what, {}))
+    labels = ["model", "method", "control", "k", "edit", "task", "metric"]
+    for before, after, extra in ((table, grown_table, ["seed"]), (summary, grown_summary, [])):
+        assert len(after) > len(before)
+        kept = before.merge(after, on=labels + extra, suffixes=("", "_grown"), validate="one_to_one")
+        assert len(kept) == len(before)
+        for column in ("p_value", "p_holm", "baseline_p_holm"):
+            assert np.allclose(kept[column], kept[f"{column}_grown"], equal_nan=True), column
+        if "significant" in kept:
+            assert (kept["significant"] == kept["significant_grown"]).all()
 
 
 def test_the_summary_pools_every_items_repeats(study):

@@ -77,6 +77,17 @@ def test_repeats_pooled_give_the_enumerated_sign_flip_p_value(seed):
     assert result["change"] == pytest.approx(differences.mean())
 
 
+@pytest.mark.parametrize("moved", [1, 2, 3])
+def test_a_few_moved_items_of_unequal_weights_give_the_enumerated_p_value(moved):
+    """A group's items weigh unequally (or texts differ in bytes): the one-step binomial shortcut
+    does not apply, and one moved item (which scipy cannot permute) is as exact as several."""
+    numerators = np.zeros(40)
+    numerators[:moved] = -np.arange(1, moved + 1) / 7
+    denominators = np.linspace(1.0, 3.0, 40)
+    result = ratio_change(numerators, denominators)
+    assert result["p_value"] == pytest.approx(enumerated_sign_flip_p(numerators), rel=1e-9)
+
+
 def test_the_interval_of_many_items_is_the_normal_one():
     """With 4,000 items the bootstrap's percentile interval is change ± 1.96 standard errors."""
     rng = np.random.default_rng(7)
