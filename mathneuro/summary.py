@@ -73,20 +73,36 @@ def columns(tasks: Sequence[str]) -> dict[str, list[str]]:
     ``mmlu_nutrition``...) as their unweighted mean, "mmlu (mean of 2)", when the study lists two
     or more of them; every other task alone, the README's toy tasks first."""
     order = {t: i for i, t in enumerate(TASK_LABELS)}
-    tasks = sorted(dict.fromkeys(tasks), key=lambda t: (order.get(t, len(order)), t))
-    families: dict[str, list[str]] = {}
+    tasks = sorted(dict.fromkeys(tasks), key=lambda t: (order.get(_bare(t)[0], len(order)), t))
     own = project_task_names()  # the toy's, EGSM: no lm-eval family
+
+    def family(task: str) -> str | None:  # "mmlu" for mmlu_anatomy; a suite-qualified task's own suite's
+        bare, suite = _bare(task)
+        if "_" not in bare or is_generated_task(bare) or bare in own:
+            return None
+        return bare.split("_", 1)[0] + suite
+
+    families: dict[str, list[str]] = {}
     for task in tasks:
-        if "_" in task and not is_generated_task(task) and task not in own:
-            families.setdefault(task.split("_", 1)[0], []).append(task)
+        if family(task) is not None:
+            families.setdefault(family(task), []).append(task)
     out: dict[str, list[str]] = {}
     for task in tasks:
-        family = families.get(task.split("_", 1)[0], []) if not is_generated_task(task) else []
-        if len(family) > 1:
-            out.setdefault(f"{task.split('_', 1)[0]} (mean of {len(family)})", family)
+        members = families.get(family(task), [])
+        if len(members) > 1:
+            out.setdefault(f"{family(task)} (mean of {len(members)})", members)
         else:
-            out[task_label(task)] = [task]
+            bare, suite = _bare(task)
+            out[task_label(bare) + suite] = [task]
     return out
+
+
+def _bare(task: str) -> tuple[str, str]:
+    """A task's name and the " (suite)" that :func:`suite_qualified` appended to it ("" if none)."""
+    if task.endswith(")") and " (" in task:
+        name, suite = task.rsplit(" (", 1)
+        return name, f" ({suite}"
+    return task, ""
 
 
 def set_label(method: str, control: str, skill: str, k: str, k_fraction: float) -> str:
@@ -366,7 +382,22 @@ def markdown(frame: pd.DataFrame) -> str:
 
 def _read(folder: Path, name: str) -> pd.DataFrame | None:
     path = folder / f"{name}_summary.parquet"
-    return pd.read_parquet(path) if path.is_file() else None
+    return suite_qualified(pd.read_parquet(path)) if path.is_file() else None
+
+
+def suite_qualified(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with a task evaluated in several suites (an MMLU subject alone and inside the
+    ``mmlu`` group) named ``task (suite)`` in each: one column per evaluation, since limits and
+    few-shot settings are the suite's and its values may differ."""
+    if not {"task", "suite"} <= set(table.columns):
+        return table
+    suites = table.groupby("task")["suite"].nunique()
+    several = table["task"].isin(suites[suites > 1].index)
+    if not several.any():
+        return table
+    table = table.copy()
+    table.loc[several, "task"] = table.loc[several, "task"] + " (" + table.loc[several, "suite"] + ")"
+    return table
 
 
 def _hidden_size(folder: Path, model: str) -> int | None:

@@ -8,7 +8,8 @@ import sys
 import pandas as pd
 import pytest
 
-from mathneuro.summary import columns, layer_overlap_rows, layer_rows, pick_metric, report, set_label, variant_table
+from mathneuro.summary import (columns, layer_overlap_rows, layer_rows, pick_metric, report, set_label, task_label,
+                               variant_table)
 from mathneuro.tables import EVAL_MEASURES, OVERLAP_MEASURES, summarize
 
 TASKS = {"toy_math": "exact_match,none", "toy_math_reworded": "exact_match,none", "toy_reading": "acc,none",
@@ -116,6 +117,26 @@ def test_the_command_prints_every_k_from_a_tables_folder(tmp_path):
     assert done.returncode == 0 and done.stdout == text
     missing = subprocess.run([sys.executable, "-m", "mathneuro.summary", str(tmp_path)], capture_output=True, text=True)
     assert missing.returncode == 1 and "pruning_summary.parquet" in missing.stderr
+
+
+def test_a_task_evaluated_in_two_suites_is_printed_once_per_suite(tmp_path):
+    """A child config cannot remove a base's suite, so one task can be evaluated alone and inside
+    another suite: each evaluation gets its column, named by its suite, with its own values."""
+    table = pruning_table()
+    again = table[table["task"] == "toy_facts"].assign(suite="more", value=lambda t: t["value"] - 0.1,
+                                                       base_value=lambda t: t["base_value"] - 0.1)
+    pruning = summarize(pd.concat([table, again], ignore_index=True), EVAL_MEASURES)
+    folder = tmp_path / "results" / "tables" / "toy"
+    folder.mkdir(parents=True)
+    pruning.to_parquet(folder / "pruning_summary.parquet")
+    summaries()[1].to_parquet(folder / "share_summary.parquet")
+    text = report(folder)
+    rows = text.split("K = 5% per matrix:\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    header = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    base = dict(zip(header, [cell.strip() for cell in rows[2].strip("|").split("|")]))
+    facts = task_label("toy_facts")
+    assert (base[f"{facts} (toy)"], base[f"{facts} (more)"]) == ("95.0", "85.0")  # each suite's own unedited value
+    assert facts not in base
 
 
 def test_a_fine_tuning_run_without_a_set_is_printed_once_under_no_k(tmp_path):
