@@ -15,7 +15,8 @@ sample goes through the model alone (no padding), forward and back: one forward 
 pass per sample, the least a per-sample gradient costs without holding a weight-sized gradient
 per sample. (A batched forward with one backward per sample through the shared graph is exact
 too, but each of those backward passes costs a whole batch's: 15.4x the forward-only collection
-at 8 texts per batch on the toy, against 3.0x one at a time; ``benchmarks/README.md``.)
+at 8 texts per batch on the toy, against 3.0x one at a time on the toy of then; one at a time
+costs 4.3x on today's toy and 4.2x on SmolLM2-135M, ``benchmarks/README.md``.)
 
 The scores are an :class:`~mathneuro.collect.ActivationStats` with ``statistic="snip_scores"`` whose
 ``stats`` hold one full score matrix per target (not a vector per input feature), so
@@ -52,6 +53,7 @@ def snip_scores(model: nn.Module, tokenizer, texts: Sequence[str], *, max_length
 
     targets = list(targets) if targets is not None else find_targets(model)
     params = {t.param_name: t.parameter for t in targets}
+    found = {param: param.requires_grad for param in model.parameters()}, model.training  # restored at the end
     for param in model.parameters():
         param.requires_grad_(False)
     for param in params.values():
@@ -73,9 +75,10 @@ def snip_scores(model: nn.Module, tokenizer, texts: Sequence[str], *, max_length
                     if t.expert is not None:
                         grad = expert_view(grad, t.experts)[t.expert]
                     scores[t.name] += (t.weight.detach().float() * grad.float()).abs_()
-    finally:
-        for param in model.parameters():
-            param.requires_grad_(False)
+    finally:  # the model as it was found
+        for param, flag in found[0].items():
+            param.requires_grad_(flag)
+        model.train(found[1])
     return ActivationStats(
         stats={name: s.cpu() for name, s in scores.items()}, statistic=STATISTIC, n_samples=len(ids),
         n_tokens=sum(map(len, ids)), n_truncated=int(sum(truncated)),

@@ -49,7 +49,13 @@ def test_only_the_sets_entries_change_and_the_optimizer_holds_only_them(tokenize
         assert torch.equal(after[name][~chosen], original[~chosen]), name  # bit for bit
         if chosen.any():
             assert not torch.equal(after[name][chosen], original[chosen]), name
-            assert torch.equal(after[name][chosen], trained[name])
+    # What finetune returns is the whole of what it trained: put into an untouched copy of the
+    # model, it gives the trained model bit for bit.
+    fresh = build(len(tokenizer))
+    apply_trained(fresh, trained, mask)
+    assert sorted(trained) == sorted(name for name in before if name in mask.counts() and mask[name].any())
+    for name, param in fresh.named_parameters():
+        assert torch.equal(param, after[name]), name
     state = made[0].state
     held = sum(t.numel() for s in state.values() for key, t in s.items() if key != "step")
     per_entry = {"adamw": 2, "sgd": 0}[optimizer]  # AdamW's two moments; plain SGD keeps none

@@ -37,13 +37,17 @@ def reference(model, tokenizer, texts) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("build", [tiny_llama, tiny_gpt2], ids=["llama", "gpt2 (Conv1D)"])
 def test_snip_is_the_per_sample_sum(tokenizer, build):
     model = build(len(tokenizer))
-    got = snip_scores(model, tokenizer, TEXTS)
-    expected = reference(model, tokenizer, TEXTS)
+    model.lm_head.weight.requires_grad_(False)  # a frozen parameter stays frozen, the others trainable
+    model.train()
+    flags = {name: p.requires_grad for name, p in model.named_parameters()}
+    got = snip_scores(model, tokenizer, TEXTS)  # scored in eval mode (no dropout), then put back
+    assert {name: p.requires_grad for name, p in model.named_parameters()} == flags  # left as it was found
+    assert model.training and any(flags.values()) and not all(flags.values())
+    expected = reference(model.eval(), tokenizer, TEXTS)
     assert got.statistic == "snip_scores" and got.n_samples == len(TEXTS)
     assert set(got.stats) == set(expected)
     for name, score in expected.items():
         assert torch.allclose(got.stats[name], score, rtol=1e-4, atol=1e-7), name
-    assert all(not p.requires_grad for p in model.parameters())  # the model is left as it was found
 
 
 def test_the_per_sample_sum_is_not_the_batched_gradients_score(tokenizer):
