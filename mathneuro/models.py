@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -108,6 +109,12 @@ def load_model(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model.eval(), tokenizer
+
+
+def placement(gpus: int) -> dict[str, Any]:
+    """``load_model``'s arguments for a job given ``gpus`` GPUs (its ``gpu`` resource): claim
+    them, and spread the model over them (``device_map="auto"``) when there are several."""
+    return {"gpus": int(gpus), "device_map": "auto" if gpus > 1 else None}
 
 
 def load_weights(path: str, **kwargs):

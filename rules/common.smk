@@ -23,6 +23,7 @@ from mathneuro.analyses import (
 from mathneuro.configs import compose
 from mathneuro.methods import METHODS, SPECIFIC, TOP_K, made_methods, sources
 from mathneuro.methods import controls as method_controls
+from mathneuro.models import go_offline
 from mathneuro.study import Study, canonical
 
 # Config ------------------------------------------------------------------------------------------
@@ -49,6 +50,8 @@ study = Study(config, RESULTS)
 # files and every record's fields, models, GGUF files, task folders, tasks) and, offline, whether the
 # hub cache holds what the jobs read; not for `snakemake prefetch`, which is how it gets there.
 _prefetching = "prefetch" in sys.argv[1:]
+if config["offline"] and not _prefetching:  # where jobs run, not what they compute: flags every job inherits
+    go_offline()
 for _check in (
     study.problems,
     lambda: study.input_problems(hub_cache=not _prefetching),

@@ -164,7 +164,6 @@ rule dequantize_gguf:
         path=lambda wc: study.models[wc.model]["path"],
         file=lambda wc: study.models[wc.model]["gguf"],
         revision=lambda wc: study.models[wc.model]["revision"],
-        offline=config["offline"],
     script:
         "../workflow_scripts/dequantize_gguf.py"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dag import REPO, descendants, fake_finished_run, planned, write_config
+from dag import ALWAYS, REPO, descendants, fake_finished_run, planned, write_config
 
 from mathneuro import synthetic
 
@@ -235,3 +235,40 @@ def test_a_scripts_code_reruns_its_rules_jobs_and_a_comment_does_not(study, tmp_
     every = planned(workdir, configfile, "--forceall", repo=clone)
     expected = descendants(every, {job for job in every if job.rule == "top_k"}) if reruns else set()
     assert set(planned(workdir, configfile, repo=clone)) == expected
+
+
+# Another value for each model key that does not name the model itself (schemas/config.schema.yaml)
+OTHER_VALUES = {"dtype": "bfloat16", "device": "auto", "gpus": 1, "size_b": 0.5, "threads": 2,
+                "collect_batch_size": 4, "eval_batch_size": 4}
+IDENTITY = {"path", "revision", "gguf", "architecture", "plant"}  # another value is another model
+
+
+def test_every_model_key_names_the_model_or_is_changed_below():
+    import yaml
+
+    schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
+    spec = schema["properties"]["models"]["additionalProperties"]
+    assert set(spec["properties"]) == IDENTITY | set(OTHER_VALUES)
+
+
+@pytest.mark.parametrize("key", [*OTHER_VALUES, "offline"])
+def test_where_jobs_run_reruns_nothing_and_what_they_compute_reruns_that_models_jobs(study, tmp_path, key):
+    """The settings of mathneuro.study.models.EXECUTION and `offline` say where and how fast jobs
+    run: another value plans nothing. Every other key changes what the model's jobs compute: they
+    rerun, and no job of the other model does."""
+    import yaml
+
+    from mathneuro.study.models import EXECUTION
+
+    workdir, configfile, _, jobs = study
+    changed = yaml.safe_load(configfile.read_text())
+    if key == "offline":
+        changed["offline"] = not changed.get("offline", False)
+    else:
+        assert changed["models"]["local"][key] != OTHER_VALUES[key]
+        changed["models"]["local"][key] = OTHER_VALUES[key]
+    got = planned(workdir, write_config(tmp_path / "changed.yaml", changed))
+    if key == "offline" or key in EXECUTION:
+        assert got == []
+        return
+    assert {job.wc.get("model") for job in got if job.rule not in ALWAYS} == {"local"}

@@ -13,6 +13,7 @@ from snakemake.utils import validate
 from mathneuro.analyses import NO_SET
 from mathneuro.configs import compose
 from mathneuro.methods import METHODS, TOP_K, control_sets, controls
+from mathneuro.models import placement
 from mathneuro.study import EDIT_ANALYSES, Analyses, Data, KLabels, Models, Study, Subskills, Suites, canonical
 
 REPO = Path(__file__).resolve().parents[1]
@@ -287,10 +288,11 @@ def test_models_say_where_each_is_loaded_from_and_what_its_jobs_ask_for(tmp_path
     models = Models(specs, offline=True, results="out")
     assert [models.folder(m) for m in specs] == ["out/models/toy", "out/models/rand", "out/models/q", None]
     assert (models.built_as("toy"), models.built_as("random"), models.built_as("gguf")) == (["toy"], ["rand"], ["q"])
-    assert models.params("hub") == {"path": "org/model", "revision": None, "dtype": "bfloat16", "device": "auto",
-                                    "device_map": None, "gpus": 1, "offline": True}
-    specs["hub"]["gpus"] = 2
-    assert models.params("hub")["device_map"] == "auto" and models.params("q")["path"] == "out/models/q"
+    assert models.params("hub") == {"path": "org/model", "revision": None, "dtype": "bfloat16", "device": "auto"}
+    specs["hub"]["gpus"] = 2  # where its jobs run: not a param (mathneuro.study.models.EXECUTION)
+    assert models.params("hub") == {"path": "org/model", "revision": None, "dtype": "bfloat16", "device": "auto"}
+    assert placement(2) == {"gpus": 2, "device_map": "auto"} and placement(1)["device_map"] is None
+    assert models.params("q")["path"] == "out/models/q"
     assert models.hub() == [{"path": "org/model", "revision": None}]
     assert models.gguf_files("q") == [str(tmp_path / "m.gguf")]  # a local folder's file (a hub's: its job's)
     specs["q"]["path"] = "org/quantized"

@@ -8,15 +8,13 @@ from mathneuro import collect_statistics, find_targets, mlp_activations
 from mathneuro.targets import unscored
 from mathneuro.data import load_texts
 from mathneuro.logs import end_job, log_to
-from mathneuro.models import go_offline, load_model
+from mathneuro.models import load_model, placement
 
 with log_to(snakemake.log[0]) as log:
     params, wildcards = snakemake.params, snakemake.wildcards
     torch.set_num_threads(snakemake.threads)
-    if params.model["offline"]:
-        go_offline()
     texts = load_texts(params.spec, local_data=params.local_data)  # data errors surface before the model loads
-    model, tokenizer = load_model(**params.model)
+    model, tokenizer = load_model(**params.model, **placement(snakemake.resources.gpu))
     targets = find_targets(model, **params.targets)
     for name, shape in unscored(model, targets).items():  # left out by the config's patterns, on purpose
         log.info("not scored: %s %s", name, shape)

@@ -9,8 +9,7 @@ from mathneuro.provenance import fingerprint
 
 with log_to(snakemake.log[0]) as log:
     params = snakemake.params
-    dequantize(params.path, params.file, snakemake.output[0], revision=params.revision,
-               offline=params.offline, log=log.info)
+    dequantize(params.path, params.file, snakemake.output[0], revision=params.revision, log=log.info)
     (Path(snakemake.output[0]) / "mathneuro_code.json").write_text(json.dumps({"mathneuro_code": fingerprint()}))
 
 end_job()

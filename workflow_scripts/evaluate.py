@@ -10,12 +10,12 @@ from mathneuro.evaluate import results_frame, results_json, run_lm_eval, samples
 from mathneuro.finetune import apply_trained, load_trained
 from mathneuro.logs import end_job, log_to
 from mathneuro.provenance import write_parquet
-from mathneuro.models import load_model
+from mathneuro.models import load_model, placement
 
 with log_to(snakemake.log[0]) as log:
     params, inputs, output, suite = snakemake.params, snakemake.input, snakemake.output, snakemake.params.suite
     torch.set_num_threads(snakemake.threads)
-    model, tokenizer = load_model(**params.model)
+    model, tokenizer = load_model(**params.model, **placement(snakemake.resources.gpu))
     log.info("%s: %s on %s, batch size %s", params.model["path"], model.dtype, model.device, params.batch_size)
     if params.factor is not None:
         mask = ParameterMask.load(inputs.mask)

@@ -7,17 +7,15 @@ from mathneuro import ParameterMask
 from mathneuro.data import load_texts
 from mathneuro.finetune import finetune, save_trained
 from mathneuro.logs import end_job, log_to
-from mathneuro.models import go_offline, load_model
+from mathneuro.models import load_model, placement
 
 with log_to(snakemake.log[0]) as log:
     params, inputs = snakemake.params, snakemake.input
     run, settings = params.run, params.run["settings"]
     torch.set_num_threads(snakemake.threads)
-    if params.model["offline"]:
-        go_offline()
     answers = settings["loss_on"] == "answer"
     texts = load_texts(run["texts"], local_data=run["local_data"], prompts=answers)  # before the model loads
-    model, tokenizer = load_model(**params.model)
+    model, tokenizer = load_model(**params.model, **placement(snakemake.resources.gpu))
     mask = ParameterMask.load(inputs.mask) if "mask" in inputs.keys() else None
     scope = settings["train"]
     training = {key: settings[key] for key in ("steps", "batch_size", "lr", "optimizer", "weight_decay", "warmup",

@@ -8,16 +8,14 @@ import torch
 from mathneuro import find_targets
 from mathneuro.data import load_texts
 from mathneuro.logs import end_job, log_to
-from mathneuro.models import go_offline, load_model
+from mathneuro.models import load_model, placement
 from mathneuro.snip import snip_scores
 
 with log_to(snakemake.log[0]) as log:
     params, wildcards = snakemake.params, snakemake.wildcards
     torch.set_num_threads(snakemake.threads)
-    if params.model["offline"]:
-        go_offline()
     texts = load_texts(params.spec, local_data=params.local_data)  # data errors surface before the model loads
-    model, tokenizer = load_model(**params.model)
+    model, tokenizer = load_model(**params.model, **placement(snakemake.resources.gpu))
     targets = find_targets(model, **params.targets)
     log.info("%d texts, %d target matrices, one at a time", len(texts), len(targets))
     start = time.perf_counter()

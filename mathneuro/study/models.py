@@ -9,6 +9,11 @@ from pathlib import Path
 from typing import Any
 
 BUILT = ("toy", "random", "planted")  # `path` values of models the workflow builds itself
+# A model spec's keys that say where and how fast its jobs run, not what they compute: changing
+# one reruns nothing (the rest of a spec reaches the jobs that read it as params). `threads` may
+# move a float sum's last bits, as does a GPU against another; `device` (cpu or an accelerator)
+# and the batch sizes do change results and rerun their jobs.
+EXECUTION = ("gpus", "size_b", "threads")
 
 
 class Models:
@@ -52,11 +57,13 @@ class Models:
         return self.built_as("toy") if bool(self.shipped_toy) == shipped else []
 
     def params(self, label: str) -> dict[str, Any]:
-        """Everything a job needs to load the model (mathneuro.models.load_model): plain values."""
+        """What a job's results depend on in loading the model (mathneuro.models.load_model): plain
+        values. Where it runs is not among them (:data:`EXECUTION`): the GPU count reaches a job as
+        its ``gpu`` resource (``mathneuro.models.placement``), ``offline`` as the Hugging Face
+        offline flags of the workflow's environment; changing either reruns nothing."""
         spec = self[label]
         return {"path": self.folder(label) or spec["path"], "revision": spec["revision"], "dtype": spec["dtype"],
-                "device": spec["device"], "device_map": "auto" if spec["gpus"] > 1 else None, "gpus": spec["gpus"],
-                "offline": self.offline}
+                "device": spec["device"]}
 
     def gguf_files(self, label: str) -> list[str]:
         """A GGUF model's file when its path is a local folder (a hub file is fetched by its job)."""
