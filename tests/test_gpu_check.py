@@ -69,7 +69,8 @@ def test_cpu_tiny_mode_values_are_sane(cpu_run):
     assert generate["batch_size"] == 64  # "auto" on the CPU: mathneuro.evaluate.AUTO_MAX_BATCH_SIZE
     assert generate["items_per_s"] > 0 and generate["tokens_per_s"] > 0
     assert by_phase["batch search"]["seconds"] is None and by_phase["batch search"]["batch_size"] == 64
-    assert by_phase["total"]["seconds"] < 240
+    timed = sum(r["seconds"] for r in rows if r["phase"] != "total" and r["seconds"] is not None)
+    assert by_phase["total"]["seconds"] >= timed  # the phases run one after another, inside the total
 
 
 def test_batch_size_search_path_on_the_cpu(gpu_check):
