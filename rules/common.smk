@@ -50,7 +50,8 @@ study = Study(config, RESULTS)
 # files and every record's fields, models, GGUF files, task folders, tasks) and, offline, whether the
 # hub cache holds what the jobs read; not for `snakemake prefetch`, which is how it gets there.
 _prefetching = "prefetch" in sys.argv[1:]
-if config["offline"] and not _prefetching:  # where jobs run, not what they compute: flags every job inherits
+# Where jobs run, not what they compute: the offline flags every job inherits, not a param.
+if config["offline"] and not _prefetching:
     go_offline()
 for _check in (
     study.problems,
