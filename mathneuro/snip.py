@@ -53,7 +53,7 @@ def snip_scores(model: nn.Module, tokenizer, texts: Sequence[str], *, max_length
 
     targets = list(targets) if targets is not None else find_targets(model)
     params = {t.param_name: t.parameter for t in targets}
-    found = {param: param.requires_grad for param in model.parameters()}, model.training  # restored at the end
+    trainable, training = {param: param.requires_grad for param in model.parameters()}, model.training  # put back at the end
     for param in model.parameters():
         param.requires_grad_(False)
     for param in params.values():
@@ -76,9 +76,9 @@ def snip_scores(model: nn.Module, tokenizer, texts: Sequence[str], *, max_length
                         grad = expert_view(grad, t.experts)[t.expert]
                     scores[t.name] += (t.weight.detach().float() * grad.float()).abs_()
     finally:  # the model as it was found
-        for param, flag in found[0].items():
+        for param, flag in trainable.items():
             param.requires_grad_(flag)
-        model.train(found[1])
+        model.train(training)
     return ActivationStats(
         stats={name: s.cpu() for name, s in scores.items()}, statistic=STATISTIC, n_samples=len(ids),
         n_tokens=sum(map(len, ids)), n_truncated=int(sum(truncated)),
