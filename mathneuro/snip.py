@@ -53,7 +53,8 @@ def snip_scores(model: nn.Module, tokenizer, texts: Sequence[str], *, max_length
 
     targets = list(targets) if targets is not None else find_targets(model)
     params = {t.param_name: t.parameter for t in targets}
-    trainable, training = {param: param.requires_grad for param in model.parameters()}, model.training  # put back at the end
+    # put back at the end: the model as it was found
+    trainable, training = {param: param.requires_grad for param in model.parameters()}, model.training
     for param in model.parameters():
         param.requires_grad_(False)
     for param in params.values():
