@@ -377,7 +377,8 @@ def run(args: argparse.Namespace, device: str) -> list[dict]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from mathneuro.models import go_offline, lean_transformers
+    from mathneuro.hub import go_offline
+    from mathneuro.models import lean_transformers
 
     go_offline()  # nothing is downloaded: the config is a fixture, the tokenizer built here
     lean_transformers()

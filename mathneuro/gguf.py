@@ -118,7 +118,7 @@ def gguf_file(path: str, file: str, *, revision: str | None = None, offline: boo
         return local
     from huggingface_hub import hf_hub_download
 
-    from mathneuro.models import is_offline
+    from mathneuro.hub import is_offline
 
     return Path(hf_hub_download(path, file, revision=revision, local_files_only=offline or is_offline()))
 
@@ -134,7 +134,8 @@ def dequantize(path: str, file: str, out: str | Path, *, revision: str | None = 
     """
     import torch
 
-    from mathneuro.models import go_offline, lean_transformers
+    from mathneuro.hub import go_offline
+    from mathneuro.models import lean_transformers
 
     if offline:
         go_offline()

@@ -13,7 +13,18 @@ import os
 import re
 from pathlib import Path
 
+OFFLINE_FLAGS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")  # "name" or "org/name"
+
+
+def is_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+
+
+def go_offline() -> None:
+    """Set the Hugging Face offline flags for this process: read the cache, never the network."""
+    for flag in OFFLINE_FLAGS:
+        os.environ[flag] = "1"
 
 
 def hub_cache() -> Path:

@@ -14,25 +14,16 @@ from typing import Any
 
 import torch
 
+from mathneuro.hub import go_offline, is_offline
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-OFFLINE_FLAGS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 # transformers' availability checks for optional libraries that it imports with every model class
 # when they are installed (lm-eval installs both), for features MathNeuro never uses: scikit-learn
 # for assisted decoding's confidence threshold, SciPy for object-detection losses.
 UNUSED_BACKENDS = ("is_sklearn_available", "is_scipy_available")
-
-
-def is_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
-
-
-def go_offline() -> None:
-    """Set the Hugging Face offline flags for this process: read the cache, never the network."""
-    for flag in OFFLINE_FLAGS:
-        os.environ[flag] = "1"
 
 
 def lean_transformers() -> None:

@@ -23,7 +23,7 @@ from mathneuro.analyses import (
 from mathneuro.configs import compose
 from mathneuro.methods import METHODS, SPECIFIC, TOP_K, made_methods, sources
 from mathneuro.methods import controls as method_controls
-from mathneuro.models import go_offline
+from mathneuro.hub import go_offline
 from mathneuro.study import Study, canonical
 
 # Config ------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ import pytest
 import torch
 from conftest import REPO, tiny_llama
 
-from mathneuro.models import OFFLINE_FLAGS, load_model
+from mathneuro.hub import OFFLINE_FLAGS
+from mathneuro.models import load_model
 
 
 @pytest.fixture
