@@ -122,9 +122,19 @@ def digest(path: str | os.PathLike[str], cache: DigestCache | None = None) -> st
     return whole.hexdigest()
 
 
-def digests(paths: Iterable[str | os.PathLike[str]], cache: DigestCache | None = None) -> dict[str, str]:
-    """``{path: digest}`` of every path, in sorted order (a job's ``content`` param)."""
-    return {str(p): digest(p, cache) for p in sorted(set(map(str, paths)))}
+def digests(paths: Iterable[str | os.PathLike[str]], cache: DigestCache | None = None,
+            root: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """``{path: digest}`` of every path, in sorted order (a job's ``content`` param); a path below
+    ``root`` (the workflow's own files: the shipped toy, the project's task files) named relative
+    to it, so that a checkout at another path reruns nothing."""
+    named = {_relative(p, root): p for p in set(map(str, paths))}
+    return {name: digest(named[name], cache) for name in sorted(named)}
+
+
+def _relative(path: str, root: str | os.PathLike[str] | None) -> str:
+    if root is None or not Path(path).is_absolute() or not Path(path).is_relative_to(root):
+        return path
+    return Path(path).relative_to(root).as_posix()
 
 
 def script_digest(path: str | os.PathLike[str]) -> str:

@@ -19,9 +19,10 @@ holds (``LOCAL_ONLY``): ``local_data`` serves it, as the default config does wit
 
 from __future__ import annotations
 
-import json
 import functools
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,28 +44,86 @@ def task_paths(include_path: str | Path | None = None) -> list[str]:
     return [str(PROJECT_TASKS), *([str(include_path)] if include_path else [])]
 
 
-def _project_yaml(path: Path) -> dict[str, Any]:
-    """A project task YAML over the file it ``include``s (relative to it), as lm-eval merges them;
-    ``!function`` helpers are not imported (None)."""
+@dataclass(frozen=True)
+class Definition:
+    """A task or group YAML as lm-eval reads it: its config merged over the file it ``include``s
+    (``!function`` helpers not imported: None), and every file that makes it (the YAML, those it
+    includes, the Python modules its ``!function`` tags name)."""
+
+    config: dict[str, Any]
+    files: tuple[str, ...]
+
+
+def _definition(path: Path) -> Definition:
+    """``path``'s definition; an ``include`` and a ``!function`` module are relative to the YAML
+    that names them, as lm-eval resolves them (``utils.f`` is ``utils.py`` beside it)."""
+    modules = []
 
     class Loader(yaml.SafeLoader):
         pass
 
-    Loader.add_constructor("!function", lambda loader, node: None)
+    def function(loader, node):
+        modules.append(loader.construct_scalar(node).rsplit(".", 1)[0])
+
+    Loader.add_constructor("!function", function)
     config = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader) or {}
+    helpers = [path.parent / f"{module}.py" for module in modules]
+    files = (str(path), *(str(h) for h in helpers if h.is_file()))
     include = config.pop("include", None)
-    return {**_project_yaml(path.parent / include), **config} if include else config
+    if not include:
+        return Definition(config, files)
+    base = _definition(path.parent / include)
+    return Definition({**base.config, **config}, files + base.files)
 
 
 @functools.cache
-def project_configs() -> dict[str, dict[str, Any]]:
-    """Task or group name -> its config, for every YAML in ``PROJECT_TASKS``, read without lm-eval
+def folder_definitions(folder: str) -> dict[str, Definition]:
+    """Task or group name -> its definition, for every YAML below ``folder``, read without lm-eval
     (whose import and index cost seconds in a dry run). Shared: do not modify."""
-    configs = {}
-    for path in sorted(PROJECT_TASKS.rglob("*.yaml")):
-        config = _project_yaml(path)
-        configs |= {config[key]: config for key in ("task", "group") if isinstance(config.get(key), str)}
-    return configs
+    definitions = {}
+    for path in sorted(Path(folder).rglob("*.yaml")):
+        definition = _definition(path)
+        definitions |= {definition.config[key]: definition for key in ("task", "group")
+                        if isinstance(definition.config.get(key), str)}
+    return definitions
+
+
+def project_configs() -> dict[str, dict[str, Any]]:
+    """Task or group name -> its config, for every YAML in ``PROJECT_TASKS``. Shared: do not modify."""
+    return {name: definition.config for name, definition in folder_definitions(str(PROJECT_TASKS)).items()}
+
+
+def definition_files(names: Sequence[str], include_path: str | Path | None = None) -> list[str]:
+    """The files that define tasks ``names`` among the project's and ``include_path``'s (groups
+    through their members, tags through the tasks they tag): what a suite of them is made from,
+    besides lm-eval's own tasks (whose definitions come with its version)."""
+    definitions = {}
+    for folder in task_paths(include_path):
+        definitions |= folder_definitions(folder)
+    tagged: dict[str, list[str]] = {}
+    for name, definition in definitions.items():
+        tags = definition.config.get("tag") or []
+        for tag in [tags] if isinstance(tags, str) else tags:
+            tagged.setdefault(tag, []).append(name)
+    files, seen = set(), set()
+
+    def visit(name: str) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        for member in tagged.get(name, []):
+            visit(member)
+        if name not in definitions:
+            return
+        config = definitions[name].config
+        files.update(definitions[name].files)
+        for member in config.get("task", []) if "group" in config else []:
+            if isinstance(member, str):
+                visit(member)
+
+    for name in names:
+        visit(name)
+    return sorted(files)
 
 
 def project_task_names() -> set[str]:

@@ -261,9 +261,11 @@ def by_content(function):
 
 
 def content(*functions):
-    """A ``content`` param: the digests of the files outside results/ that ``functions`` name."""
+    """A ``content`` param: the digests of the files outside results/ that ``functions`` name
+    (the workflow's own by their path in it)."""
     return lambda wc: freshness.digests(
-        p for f in functions for p in study.external(flat(f(wc)))
+        (p for f in functions for p in study.external(flat(f(wc)))),
+        root=workflow.basedir,
     )
 
 
@@ -363,6 +365,10 @@ suite = per("suite", study.suites.spec)
 suite_paths = per("suite", study.suites.inputs)
 suite_inputs = by_content(suite_paths)
 suite_lm_eval = per("suite", lambda s: study.suites.lm_eval(s, LM_EVAL_VERSION))
+suite_definitions = per(
+    "suite",
+    lambda s: freshness.digests(study.suites.project_files(s), root=workflow.basedir),
+)
 
 
 def set_labels(wildcards):

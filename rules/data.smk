@@ -74,6 +74,7 @@ rule suite_tasks:
         content=content(suite_paths, bpb_paths),
         tasks=lambda wc: study.suites.tasks(wc.suite),
         lm_eval=suite_lm_eval,
+        definitions=suite_definitions,  # the project's task files it uses (mathneuro/lm_tasks)
         bpb=bpb_params,
     script:
         "../workflow_scripts/suite_tasks.py"

@@ -26,10 +26,12 @@ def code_env(repo: Path) -> dict[str, str]:
 
 def snakemake(workdir: Path, configfile: Path, *args: str, check: bool = True,
               repo: Path = REPO) -> subprocess.CompletedProcess:
-    """Snakemake on the workflow of checkout ``repo`` (this one by default) in ``workdir``."""
+    """Snakemake on the workflow of checkout ``repo`` (this one by default) in ``workdir``, started
+    in ``repo``: ``python -m`` puts the folder it starts in before PYTHONPATH, so started here it
+    would import this checkout's library whatever ``repo`` is."""
     command = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--directory", str(workdir),
-               "--configfile", str(configfile), *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=code_env(repo))
+               "--configfile", str(Path(configfile).resolve()), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=code_env(repo), cwd=repo)
     if check and done.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
     return done
@@ -114,8 +116,8 @@ def fake_finished_run(workdir: Path, configfile: Path, repo: Path = REPO) -> lis
                 path.mkdir(parents=True, exist_ok=True)
             os.utime(path, (start + level(job), start + level(job)))
     command = [sys.executable, "-c", TOUCH, "-s", str(repo / "Snakefile"), "--directory", str(workdir),
-               "--configfile", str(configfile), "--touch", "--forceall", "--cores", "1", "--quiet"]
-    subprocess.run(command, check=True, capture_output=True, timeout=1200, env=code_env(repo))
+               "--configfile", str(Path(configfile).resolve()), "--touch", "--forceall", "--cores", "1", "--quiet"]
+    subprocess.run(command, check=True, capture_output=True, timeout=1200, env=code_env(repo), cwd=repo)
     return jobs
 
 

@@ -48,6 +48,16 @@ def test_a_digest_is_the_content_whatever_the_file_times_names_or_copies(tmp_pat
         digest(tmp_path / "missing", cache)
 
 
+def test_the_workflows_own_files_are_named_by_their_path_in_it_so_another_checkout_reruns_nothing(tmp_path, cache):
+    checkouts = [folder(tmp_path / name / "lm_tasks").parent for name in ("here", "there")]
+    outside = tmp_path / "data.jsonl"
+    outside.write_text("{}\n")
+    named = [digests([root / "lm_tasks" / "a.txt", root / "lm_tasks" / "sub", outside], cache, root=root)
+             for root in checkouts]
+    assert repr(named[0]) == repr(named[1])  # as Snakemake compares params
+    assert list(named[0]) == [str(outside), "lm_tasks/a.txt", "lm_tasks/sub"]  # the rest by its own path
+
+
 def test_a_file_is_read_again_only_when_its_stat_changes_and_the_cache_outlives_the_process(tmp_path, monkeypatch):
     reads = []
     real = freshness._file_digest

@@ -23,6 +23,7 @@ import pytest
 from dag import ALWAYS, REPO, descendants, fake_finished_run, planned, write_config
 
 from mathneuro import synthetic
+from mathneuro.configs import compose
 
 pytestmark = pytest.mark.workflow
 
@@ -66,6 +67,7 @@ def write_inputs(ext: Path) -> dict[str, Path]:
         "test_split: test\noutput_type: multiple_choice\ndoc_to_text: '{{question}}'\n"
         "doc_to_choice: '{{choices}}'\ndoc_to_target: label\nmetric_list: [{metric: acc}]\n# revision 1\n")
     inputs["task YAML"] = tasks / "my_task.yaml"
+    (tasks / "other_task.yaml").write_text("task: other_task\ndataset_path: json\n# no suite names it\n")
     return inputs
 
 
@@ -213,6 +215,30 @@ def test_a_changed_byte_reruns_exactly_the_jobs_that_read_it_and_what_follows(st
     change_one_byte(copy / path)
     got = planned(copy, copy / configfile.name)
     assert set(got) == descendants(every, readers)
+
+
+def test_a_task_yaml_no_suite_names_reruns_nothing(study, tmp_path):
+    workdir, configfile, _, _ = study
+    copy = tmp_path / "study"
+    shutil.copytree(workdir, copy, symlinks=True)
+    change_one_byte(copy / "ext" / "tasks" / "other_task.yaml")
+    assert planned(copy, copy / configfile.name) == []
+
+
+@pytest.mark.parametrize("task", ["toy_math", "toy_reading"])
+def test_a_changed_project_task_reruns_exactly_the_suites_that_evaluate_it(study, tmp_path, task):
+    """The project's task files (mathneuro/lm_tasks) are content of the suites that use them,
+    found from the config and the files, not listed here."""
+    workdir, configfile, _, _ = study
+    clone = fresh_copy(tmp_path)
+    definition = clone / "mathneuro" / "lm_tasks" / "toy" / f"{task}.yaml"
+    definition.write_text(definition.read_text() + "# changed\n")
+    every = planned(workdir, configfile, "--forceall", repo=clone)
+    suites = {s for s, spec in compose([configfile])["evaluation"]["suites"].items() if task in spec["tasks"]}
+    makers = {job for job in every if job.rule == "suite_tasks" and any(o.endswith(f"tasks/{s}") for s in suites
+                                                                         for o in job.outputs)}
+    assert len(makers) == len(suites) >= 1
+    assert set(planned(workdir, configfile, repo=clone)) == descendants(every, makers)
 
 
 def fresh_copy(tmp_path: Path) -> Path:

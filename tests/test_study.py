@@ -15,6 +15,7 @@ from mathneuro.configs import compose
 from mathneuro.methods import METHODS, TOP_K, control_sets, controls
 from mathneuro.models import placement
 from mathneuro.study import EDIT_ANALYSES, Analyses, Data, KLabels, Models, Study, Subskills, Suites, canonical
+from mathneuro.tasks import PROJECT_TASKS, definition_files
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -334,6 +335,9 @@ def test_suites_of_project_tasks_read_only_their_own_local_data_and_bpb_suites_r
         assert set(suites.local_data(suite)) == read  # the toy tasks' data sets, no other
         assert suites.inputs(suite) == {"local_data": [data.local_data[hub]["files"][split] for hub in data.local_data
                                                        if hub in read for split in ("test", "train")]}
+        assert suites.project_files(suite) == definition_files(suites.tasks(suite))  # the toy's: no user tasks
+        defined = {Path(f).name for f in suites.project_files(suite)}
+        assert {f"{t}.yaml" for t in suites.tasks(suite)} <= defined <= {p.name for p in PROJECT_TASKS.rglob("*")}
         assert suites.lm_eval(suite, "v")["local_data"] == suites.local_data(suite)
         assert suites.spec(suite) == canonical(suites.specs[suite]) and suites.bpb_files(suite) == []
     config["evaluation"]["suites"]["bpb"] = {"tasks": ["bpb_math"]}

@@ -12,8 +12,8 @@ from conftest import SHARED_DATA
 from mathneuro import synthetic
 from mathneuro.configs import compose
 from mathneuro.evaluate import is_generated_task
-from mathneuro.tasks import (PROJECT_TASKS, leaf_tasks, local_only_data, project_configs, task_paths, unserved_tasks,
-                             write_suite)
+from mathneuro.tasks import (PROJECT_TASKS, definition_files, leaf_tasks, local_only_data, project_configs, task_paths,
+                             unserved_tasks, write_suite)
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = [REPO / "config.yaml", *sorted((REPO / "configs").glob("*/*.yaml")),
@@ -141,6 +141,34 @@ def test_the_project_configs_are_what_lm_eval_reads(manager):
             key: indexed.get(key) for key in ("task", "dataset_path", "output_type", "doc_to_text")}
     assert configs["toy_math_reworded"]["generation_kwargs"] == configs["toy_math"]["generation_kwargs"]
     assert configs["toy_math"]["generation_kwargs"]["max_gen_toks"] == 64
+
+
+def test_a_project_tasks_definition_files_hold_every_yaml_lm_eval_reads_for_it(manager):
+    """For each project task and group: the YAML lm-eval indexes it by, and its members' (what a
+    suite of it is made from, besides the files they include and import)."""
+    for name in project_configs():
+        files = set(definition_files([name]))
+        leaves, groups = leaf_tasks(manager, [name])
+        assert {str(Path(e.yaml_path)) for e in {**leaves, **groups}.values()} <= files, name
+        assert all(Path(f).is_relative_to(PROJECT_TASKS) for f in files)
+    assert set(definition_files(["egsm_fewshot"])) == {str(PROJECT_TASKS / "egsm" / f)
+                                                      for f in ("egsm_fewshot.yaml", "egsm.yaml", "utils.py")}
+
+
+def test_a_users_task_is_defined_by_its_yaml_what_it_includes_and_imports_and_nothing_else(tmp_path):
+    (tmp_path / "_base_yaml").write_text("output_type: generate_until\nprocess_docs: !function helpers.docs\n")
+    (tmp_path / "helpers.py").write_text("def docs(d):\n    return d\n")
+    (tmp_path / "a.yaml").write_text("include: _base_yaml\ntask: a\n")
+    (tmp_path / "b.yaml").write_text("task: b\ntag: [mine]\n")
+    (tmp_path / "c.yaml").write_text("task: c\n")
+    (tmp_path / "unused.py").write_text("")
+    (tmp_path / "group.yaml").write_text("group: g\ntask: [a, toy_math]\n")
+    named = lambda *names: {Path(f).relative_to(tmp_path).as_posix() if Path(f).is_relative_to(tmp_path) else
+                            Path(f).relative_to(PROJECT_TASKS).as_posix() for f in definition_files(names, tmp_path)}
+    assert named("a") == {"a.yaml", "_base_yaml", "helpers.py"}
+    assert named("g") == {"group.yaml", "a.yaml", "_base_yaml", "helpers.py", "toy/toy_math.yaml"}
+    assert named("mine") == {"b.yaml"} and named("c") == {"c.yaml"}
+    assert named("gsm8k_cot") == set()  # lm-eval's own: its version says what it is
 
 
 def test_only_the_toys_data_is_local_only():

@@ -102,16 +102,33 @@ class Suites:
         return {key: entry for key, entry in local.items()
                 if key in hub_ids or hub_ids & set(entry.get("aliases") or [])}
 
+    def definition_files(self, suite: str) -> list[str]:
+        """The files that define a suite's tasks, the project's and the user's
+        (``mathneuro.tasks.definition_files``; lm-eval's own come with its version)."""
+        from mathneuro.evaluate import is_generated_task
+        from mathneuro.tasks import definition_files
+
+        named = [t for t in self.tasks(suite) if not is_generated_task(t)]
+        return definition_files(named, self.evaluation["include_path"]) if named else []
+
+    def project_files(self, suite: str) -> list[str]:
+        """Those of the suite's definition files that are the project's (``mathneuro/lm_tasks``):
+        part of the workflow, like its scripts, they reach the suite's job as a param of their
+        content, not as inputs (whose paths would rerun a checkout at another path)."""
+        from mathneuro.tasks import PROJECT_TASKS
+
+        return [f for f in self.definition_files(suite) if Path(f).is_relative_to(PROJECT_TASKS)]
+
     def inputs(self, suite: str) -> dict[str, list[str]]:
         """Files a suite's task folder is made from, by name: the local data (the toy tasks'
-        synthetic files among them) and the user's task files that its tasks may read."""
-        include_path = self.evaluation["include_path"]
+        synthetic files among them) and the user's files that define its tasks."""
         if self.generated_only(suite):
             return {}
-        user = {"user_tasks": sorted(str(p) for p in Path(include_path).rglob("*.yaml"))} if include_path else {}
         files = [f for hub_id, entry in self.local_data(suite).items()
                  for f in self.data.local_inputs(hub_id, ["*"], sorted(entry["files"]))]
-        return {"local_data": files, **user}
+        project = set(self.project_files(suite))
+        user = [f for f in self.definition_files(suite) if f not in project]
+        return {"local_data": files, **({"user_tasks": user} if user else {})}
 
     def lm_eval(self, suite: str, lm_eval_version: str) -> dict[str, Any]:
         """What lm-eval's and the project's tasks in a suite depend on besides their names
