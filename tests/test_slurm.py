@@ -142,14 +142,18 @@ def workflow_rules(configfile: Path, workdir: Path) -> tuple[set[str], set[str],
 
 
 def make_test_config(dest: Path, configfile: Path | None = None) -> Path:
-    """The tiny config, every model asking for one GPU (the node has one), one repeat and one K.
+    """The tiny config, every model asking for one GPU (the node has one), one repeat, one K and
+    fewer methods.
 
     The tiny models run on the CPU (device: cpu); asking Slurm for a GPU anyway
     exercises the GPU path of the submission (--gpus, CUDA_VISIBLE_DEVICES)
-    without needing one: the CI node's GPU is a stand-in. One repeat, one K and
-    the main sample count only keep every rule of the DAG (each Slurm job costs
-    two Snakemake start-ups and the plugin's polling) at about half its jobs.
+    without needing one: the CI node's GPU is a stand-in. One repeat, one K, the
+    main sample count and, of the methods, those the other analyses use and one
+    per kind of importance keep every rule of the DAG (each Slurm job costs two
+    Snakemake start-ups and the plugin's polling) at under half its jobs.
     """
+    from mathneuro.methods import METHODS
+
     configfile = configfile or TINY_CONFIG
     cfg = yaml.safe_load(configfile.read_text())
     models = cfg.get("models") or {}
@@ -160,6 +164,12 @@ def make_test_config(dest: Path, configfile: Path | None = None) -> Path:
     cfg["identification"]["seeds"] = cfg["identification"]["seeds"][:1]
     cfg["pruning"]["k"] = cfg["scaling"]["k"] = [k]
     cfg["consistency"]["n_samples"] = [cfg["identification"]["n_samples"]]
+    kept = {m for analysis in ("scaling", "finetuning", "data_efficiency") for m in cfg[analysis].get("methods", [])}
+    first_of_kind = {}
+    for method in cfg["pruning"]["methods"]:
+        first_of_kind.setdefault(METHODS[method].importance, method)
+    kept |= set(first_of_kind.values())
+    cfg["methods"] = cfg["pruning"]["methods"] = [m for m in cfg["pruning"]["methods"] if m in kept]
     dest.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return dest
 
@@ -283,6 +293,8 @@ def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
     configfile = make_test_config(tmp_path / "config.yaml")
     workdir = tmp_path / "work"
     gpu_rules, cpu_rules, local_rules = workflow_rules(configfile, tmp_path / "plan")
+    every_rule = workflow_rules(TINY_CONFIG, tmp_path / "plan_tiny")
+    assert (gpu_rules, cpu_rules) == every_rule[:2], "the smaller config leaves out rules of the tiny config's"
     log = tmp_path / "snakemake.log"
 
     args = [
