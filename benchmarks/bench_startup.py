@@ -1,9 +1,9 @@
 """Benchmark the start-up of a workflow job: the imports an evaluation job pays before any work.
 
 Every model job of the workflow is a fresh interpreter that imports torch, a transformers
-model class and (for evaluation) lm-eval's HFLM. transformers pulls in scikit-learn and SciPy
-with its model classes when they are installed, for assisted decoding and object-detection
-losses; ``mathneuro.models.lean_transformers`` turns those two flags off first. This script
+model class and (for evaluation) lm-eval's HFLM. transformers pulls in scikit-learn, SciPy and
+`kernels` with its model classes when they are installed, for assisted decoding, object-detection
+losses and hub kernels; ``mathneuro.models.lean_transformers`` turns those three flags off first. This script
 times both ways in fresh interpreters, interleaved (the order alternates every repeat), and
 prints the medians and their ratio:
 
@@ -31,7 +31,7 @@ IMPORTS = (
     "from lm_eval.models.huggingface import HFLM\n"
     "import lm_eval.evaluator\n"
     "import sys\n"
-    "print(json.dumps(sorted(m for m in ('sklearn', 'scipy') if m in sys.modules)))\n"
+    "print(json.dumps(sorted(m for m in ('sklearn', 'scipy', 'kernels') if m in sys.modules)))\n"
 )
 JOBS = {
     "plain": "import json\n" + IMPORTS,
@@ -61,7 +61,7 @@ def main() -> None:
             times[name].append(seconds)
     median = {name: statistics.median(t) for name, t in times.items()}
     for name in JOBS:
-        print(f"({name}) {median[name]:.2f} s median of {args.repeats}; sklearn/scipy imported: {loaded[name] or 'none'}")
+        print(f"({name}) {median[name]:.2f} s median of {args.repeats}; sklearn/scipy/kernels imported: {loaded[name] or 'none'}")
     print(f"lean/plain = {median['lean'] / median['plain']:.2f}; saved {median['plain'] - median['lean']:.2f} s per job")
     ended = median["lean, end_job"]
     print(f"(lean, end_job)/lean = {ended / median['lean']:.2f}; saved {median['lean'] - ended:.2f} s per job; "

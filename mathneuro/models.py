@@ -21,18 +21,20 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 
 # transformers' availability checks for optional libraries that it imports with every model class
-# when they are installed (lm-eval installs both), for features MathNeuro never uses: scikit-learn
-# for assisted decoding's confidence threshold, SciPy for object-detection losses.
-UNUSED_BACKENDS = ("is_sklearn_available", "is_scipy_available")
+# when they are installed, for features MathNeuro never uses: scikit-learn (lm-eval installs it)
+# for assisted decoding's confidence threshold, SciPy for object-detection losses, and `kernels`
+# (a transformers requirement) for hub kernels, which replace layers' forwards with code fetched
+# from the hub (see load_model).
+UNUSED_BACKENDS = ("is_sklearn_available", "is_scipy_available", "is_kernels_available")
 
 
 def lean_transformers() -> None:
-    """Keep transformers from importing scikit-learn and SciPy along with its model classes.
+    """Keep transformers from importing scikit-learn, SciPy and `kernels` along with its model classes.
 
-    Those imports are 1-2 s of every short workflow job (``benchmarks/bench_startup.py``), spent
-    on assisted decoding and object detection. Only transformers' availability checks change, so
-    call this before its modeling code is first imported; both libraries stay importable, and
-    lm-eval metrics that need scikit-learn import it themselves.
+    Every short workflow job would pay those imports (``benchmarks/bench_startup.py`` times it),
+    for assisted decoding, object detection and hub kernels. Only transformers' availability checks
+    change, so call this before its modeling code is first imported; the libraries stay
+    importable, and lm-eval metrics that need scikit-learn import it themselves.
     """
     import transformers.utils as utils
     import transformers.utils.import_utils as backends
@@ -86,8 +88,11 @@ def load_model(
     kwargs = {"revision": revision, "local_files_only": local or is_offline()}
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+        # use_kernels=False: the model computes as its modeling code says. transformers 5 would
+        # otherwise swap in hub kernels (fetched from the hub, fused on a GPU), whose layers need not
+        # call the nn.Linear modules whose inputs the statistics hooks read.
         model = AutoModelForCausalLM.from_pretrained(
-            path, dtype=DTYPES[dtype], device_map=device_map, **kwargs
+            path, dtype=DTYPES[dtype], device_map=device_map, use_kernels=False, **kwargs
         )
     except OSError as err:
         where = "the local folder" if local else "the Hugging Face cache (offline mode)" if is_offline() else "the hub"

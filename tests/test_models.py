@@ -40,8 +40,9 @@ def test_unknown_dtype_is_rejected_before_loading():
         load_model("anything", dtype="float8")
 
 
-def test_a_fresh_job_loads_and_runs_a_model_without_sklearn_or_scipy(tmp_path, tokenizer):
-    """What a workflow job does: load a checkpoint and run it, in a new interpreter."""
+def test_a_fresh_job_loads_and_runs_a_model_without_sklearn_scipy_or_hub_kernels(tmp_path, tokenizer):
+    """What a workflow job does: load a checkpoint and run it, in a new interpreter; no layer's
+    forward is replaced (hub kernels), none of the three libraries imported."""
     tiny_llama(len(tokenizer)).save_pretrained(tmp_path / "model")
     tokenizer.save_pretrained(tmp_path / "model")
     job = (
@@ -51,7 +52,8 @@ def test_a_fresh_job_loads_and_runs_a_model_without_sklearn_or_scipy(tmp_path, t
         "ids = tokenizer(['12+3'], return_tensors='pt').input_ids\n"
         "out = model.generate(ids, max_new_tokens=3, do_sample=False)\n"
         "assert out.shape == (1, ids.shape[1] + 3), out.shape\n"
-        "print(sorted(m for m in ('sklearn', 'scipy') if m in sys.modules))\n"
+        "assert not model.use_kernels and all('kernels' not in type(m).forward.__module__ for m in model.modules())\n"
+        "print(sorted(m for m in ('sklearn', 'scipy', 'kernels') if m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", job], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
