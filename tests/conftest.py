@@ -108,7 +108,8 @@ def shared_folder(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> Path:
     """The tiny workflow (tests/configs/tiny.yaml) run for real once, for every test that reads a
-    finished run (tests/test_workflow.py, tests/test_resume.py); tests copy it before changing it.
+    finished run (tests/test_workflow.py, tests/test_resume.py, tests/test_config_checks.py); tests copy it
+    before changing it.
     Under pytest-xdist (`-n`), the first worker to ask runs it and the others wait for it."""
     from dag import snakemake
     from filelock import FileLock

@@ -381,9 +381,12 @@ def test_an_empty_list_is_refused_naming_it_or_accepted_as_that_part_skipped(key
 
 
 @pytest.mark.workflow
-def test_a_study_with_every_analysis_it_may_skip_skipped_runs_to_empty_tables(tmp_path):
+def test_a_study_with_every_analysis_it_may_skip_skipped_runs_to_empty_tables(tiny_run, tmp_path):
     """Every list the schema lets be empty, empty at once: the unedited model is evaluated, and
-    aggregate and plots write every table (without rows) and figure ("no ... in this study")."""
+    aggregate and plots write every table (without rows) and figure ("no ... in this study"). Run
+    in a copy of the finished tiny study, whose jobs it shares: what it runs anew is what differs."""
+    import shutil
+
     from snakemake.utils import validate
 
     from mathneuro.analyses import FIGURES, TABLES
@@ -399,6 +402,7 @@ def test_a_study_with_every_analysis_it_may_skip_skipped_runs_to_empty_tables(tm
     validate(config, str(REPO / "schemas" / "config.schema.yaml"))
     assert config["pruning"]["k"] == [] and config["consistency"]["n_samples"] == []
     configfile = write_config(tmp_path / "off.yaml", config)
+    shutil.copytree(tiny_run, tmp_path / "work", symlinks=True)
     snakemake(tmp_path / "work", configfile, "--cores", "2")
     tables = tmp_path / "work" / "results" / "tables" / config["study"]
     skipped = {"pruning", "scaling", "data_efficiency", "consistency", "layer_overlap", "subskills", "subskill_overlap",
