@@ -106,7 +106,7 @@ TEST_CLUSTER_ARGS = [
     # No slurmdbd, so no sacct: read states with squeue. The plugin keeps to squeue only while
     # MinJobAge (300 s in ci/slurm) >= 3 x the first delay.
     "--slurm-status-command", "squeue",
-    "--slurm-init-seconds-before-status-checks", "5",
+    "--slurm-init-seconds-before-status-checks", "1",
     "--slurm-no-account",  # no accounts on the test cluster
     "--slurm-keep-successful-logs",  # every job's Slurm log, to show it when something fails
     "--latency-wait", "5",  # local file system: no need to wait for NFS
