@@ -62,8 +62,11 @@ for _check in (
 LM_EVAL_VERSION = version("lm-eval")  # task definitions change with it
 
 # Reruns by content, never by clock (mathneuro.freshness): times that a copy or a touch moved
-# away from the jobs that wrote the files are set back first.
-if _settled := freshness.settle_times():
+# away from the jobs that wrote the files are set back first, by the Snakemake that plans the
+# run only. A cluster job parses the workflow again while other jobs write their outputs, whose
+# records the planning Snakemake updates only when it sees them end: settled there, a fresh
+# output would get its old record's time, and rerun in the next run.
+if workflow.is_main_process and (_settled := freshness.settle_times()):
     logger.info(
         f"{len(_settled)} finished outputs were newer than the jobs that wrote them (a copy or a "
         "touch): their times are set back to those jobs' ends"

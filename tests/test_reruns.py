@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dag import ALWAYS, REPO, descendants, fake_finished_run, planned, write_config
+from dag import ALWAYS, REPO, descendants, fake_finished_run, planned, snakemake, write_config
 
 from mathneuro import synthetic
 from mathneuro.configs import compose
@@ -215,6 +215,21 @@ def test_a_changed_byte_reruns_exactly_the_jobs_that_read_it_and_what_follows(st
     change_one_byte(copy / path)
     got = planned(copy, copy / configfile.name)
     assert set(got) == descendants(every, readers)
+
+
+@pytest.mark.parametrize(("mode", "settles"), [([], True), (["--mode", "remote"], False)],
+                         ids=["the planning Snakemake", "a cluster job's"])
+def test_only_the_snakemake_that_plans_a_run_sets_a_later_time_back(study, tmp_path, mode, settles):
+    """A cluster job parses the workflow again (`--mode remote`) while other jobs write outputs
+    whose records the planning Snakemake has not yet updated: it sets no time back."""
+    workdir, configfile, _, jobs = study
+    copy = tmp_path / "study"
+    shutil.copytree(workdir, copy, symlinks=True)
+    output = copy / next(f for job in jobs for f in sorted(job.outputs) if f.endswith(".parquet"))
+    later([output])  # as if a job had just rewritten it
+    written = output.stat().st_mtime
+    snakemake(copy, copy / configfile.name, "-n", *mode)
+    assert (output.stat().st_mtime < written) == settles
 
 
 def test_a_task_yaml_no_suite_names_reruns_nothing(study, tmp_path):

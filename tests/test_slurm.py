@@ -361,3 +361,37 @@ def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
             )
         else:
             assert "--gpus" not in call and "--gres" not in call, f"CPU {what} asked a GPU: {call}"
+
+    # A changed value reruns its jobs on Slurm once. A suite's item limit reruns its evaluations,
+    # several at a time: each job parses the workflow again while others have just written their
+    # outputs, which the planning Snakemake records only when it sees them end. Every rerun output
+    # keeps the time its job wrote (a job's parse sets no time back, rules/common.smk), later than
+    # the first run's record, and the next run plans nothing.
+    rerun_output_times(configfile, workdir, tmp_path, env)
+
+
+def rerun_output_times(configfile: Path, workdir: Path, tmp_path: Path, env: dict[str, str]) -> None:
+    from dag import planned
+
+    from mathneuro.freshness import recorded_outputs
+
+    config = yaml.safe_load(configfile.read_text())
+    suite = next(iter(config["evaluation"]["suites"]))
+    config["evaluation"]["suites"][suite]["limit"] -= 1
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(yaml.safe_dump(config, sort_keys=False))
+    expected = planned(workdir, changed)
+    evaluations = {f for job in expected if job.rule.startswith("evaluate") for f in job.outputs}
+    assert len({job for job in expected if job.rule.startswith("evaluate")}) >= 4, "too few jobs to overlap"
+    first = recorded_outputs(workdir / ".snakemake" / "metadata")
+    log = tmp_path / "rerun.log"
+    args = ["--snakefile", str(SNAKEFILE), "--profile", "slurm", *TEST_CLUSTER_ARGS, "--configfile", str(changed),
+            "--directory", str(workdir)]
+    rc = run_snakemake(args, log, TIMEOUT_S, env=env)
+    assert rc == 0, f"the rerun on Slurm failed (exit {rc}):\n{tail(log)}"
+    records = recorded_outputs(workdir / ".snakemake" / "metadata")
+    for output in sorted(evaluations):
+        written = (workdir / output).stat().st_mtime
+        assert written > first[output]["endtime"] + 1, f"{output} has its earlier run's time"
+        assert abs(written - records[output]["endtime"]) < 60, f"{output}: not the time its record says"
+    assert planned(workdir, changed) == [], "a rerun output reruns again"
