@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
 
-from mathneuro.stats import holm, mcnemar, ratio_change
+from mathneuro.stats import holm, mcnemar, ratio_change, sign_flip_p
 
 
 def outcomes(n: int, p_right: float, flip: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -86,6 +87,56 @@ def test_a_few_moved_items_of_unequal_weights_give_the_enumerated_p_value(moved)
     denominators = np.linspace(1.0, 3.0, 40)
     result = ratio_change(numerators, denominators)
     assert result["p_value"] == pytest.approx(enumerated_sign_flip_p(numerators), rel=1e-9)
+
+
+def pooled_losses(n: int, seed: int) -> np.ndarray:
+    """Two repeats of an edit that loses every item it moves, in one repeat or both: -1/2 or -1."""
+    return -np.random.default_rng(seed).choice([0.5, 1.0], size=n)
+
+
+def test_a_small_monte_carlo_p_is_drawn_again_and_resolves_far_below_the_first_draws_floor():
+    """330 items lost and none gained (the toy's MathNeuro at K = 5 %), pooled over two repeats:
+    every draw of the sign-flip test is less extreme, so p is the Monte Carlo floor of the refined
+    draws, 2 / (REFINED_RESAMPLES + 1), not of the first (2e-4, that of a 10/0 split)."""
+    from mathneuro.stats import N_RESAMPLES, REFINED_RESAMPLES
+
+    strong = ratio_change(pooled_losses(330, 0))
+    assert strong["p_value"] == pytest.approx(2 / (REFINED_RESAMPLES + 1))
+    assert strong["p_value"] < 2 / (N_RESAMPLES + 1) / 10
+    ten = ratio_change(np.r_[pooled_losses(10, 1), np.zeros(320)])
+    assert ten["p_value"] == pytest.approx(enumerated_sign_flip_p(pooled_losses(10, 1)), rel=1e-9)
+    assert strong["p_value"] < ten["p_value"] / 100  # 330/0 is told from 10/0
+
+
+def test_a_p_value_that_is_not_small_keeps_its_first_draws():
+    from scipy.stats import permutation_test
+
+    from mathneuro.stats import BATCH, N_RESAMPLES, REFINE_BELOW, SEED
+
+    differences = np.random.default_rng(3).choice([-1.0, -0.5, 0.5, 1.0], size=200)
+    got = ratio_change(differences)["p_value"]
+    first = permutation_test((differences,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples",
+                             vectorized=True, n_resamples=N_RESAMPLES, batch=BATCH,
+                             rng=np.random.default_rng(SEED)).pvalue
+    assert got == first >= REFINE_BELOW
+
+
+def test_a_family_as_large_as_the_paper_configs_largest_keeps_every_strong_effect_significant():
+    """Holm over one set's tasks: the paper config's suites reach at most that many lm-eval tasks
+    and groups (counted from lm-eval's index, not typed in). Each strong effect's adjusted p stays
+    ten times under 0.05, which the first draws' floor (2e-4) alone could not promise."""
+    from lm_eval.tasks import TaskManager
+
+    from mathneuro.configs import compose
+    from mathneuro.tasks import leaf_tasks, task_paths
+
+    suites = compose([Path(__file__).resolve().parents[1] / "configs" / "paper.yaml"])["evaluation"]["suites"]
+    manager = TaskManager(include_path=task_paths())
+    family = sum(len(leaves) + len(groups) for leaves, groups in
+                 (leaf_tasks(manager, suite["tasks"]) for suite in suites.values()))
+    assert family > 57  # MMLU's subjects alone
+    strong = sign_flip_p(pooled_losses(100, 0))  # every row of the family as strong
+    assert (holm([strong] * family) < 0.05 / 10).all()
 
 
 def test_the_interval_of_many_items_is_the_normal_one():
