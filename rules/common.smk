@@ -63,9 +63,10 @@ LM_EVAL_VERSION = version("lm-eval")  # task definitions change with it
 
 # Reruns by content, never by clock (mathneuro.freshness): times that a copy or a touch moved
 # away from the jobs that wrote the files are set back first, by the Snakemake that plans the
-# run only. A cluster job parses the workflow again while other jobs write their outputs, whose
-# records the planning Snakemake updates only when it sees them end: settled there, a fresh
-# output would get its old record's time, and rerun in the next run.
+# run only. A cluster job parses the workflow again while other jobs write their outputs: there,
+# an output written but not yet recorded would get its old record's time (measured on Slurm: each
+# job's parse set back the time stamps of the output folders it reads, which Snakemake had
+# touched; tests/test_slurm.py).
 if workflow.is_main_process and (_settled := freshness.settle_times()):
     logger.info(
         f"{len(_settled)} finished outputs were newer than the jobs that wrote them (a copy or a "
