@@ -39,6 +39,8 @@ def lean_transformers() -> None:
     import transformers.utils as utils
     import transformers.utils.import_utils as backends
 
+    os.environ["USE_HUB_KERNELS"] = "NO"  # every later from_pretrained loads without them
+
     def unavailable() -> bool:
         return False
 
