@@ -16,7 +16,10 @@ What it proves: the profile's options are accepted by the installed Snakemake
 and executor plugin; every non-local rule is submitted with sbatch, the rules
 whose jobs ask for a GPU (found in the workflow's own dry run, not listed here)
 with ``--gpus=<n>`` to the GPU partition and all others to the CPU partition,
-without a GPU; the jobs run and the workflow writes its result tables.
+without a GPU; the jobs run and the workflow writes its result tables. Then a changed value
+(a suite's item limit) reruns that suite's evaluations on Slurm, side by side: each rewritten
+output keeps the time its job wrote and Snakemake's record says so, and the next run plans
+nothing.
 
 Knob (environment): MATHNEURO_SLURM_TIMEOUT (seconds for the whole run, default 3600).
 """
