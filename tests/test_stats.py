@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
 
-from mathneuro.stats import holm, mcnemar, ratio_change, sign_flip_p
+from mathneuro.stats import holm, mcnemar, ratio_change
 
 
 def outcomes(n: int, p_right: float, flip: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -119,24 +118,6 @@ def test_a_p_value_that_is_not_small_keeps_its_first_draws():
                              vectorized=True, n_resamples=N_RESAMPLES, batch=BATCH,
                              rng=np.random.default_rng(SEED)).pvalue
     assert got == first >= REFINE_BELOW
-
-
-def test_a_family_as_large_as_the_paper_configs_largest_keeps_every_strong_effect_significant():
-    """Holm over one set's tasks: the paper config's suites reach at most that many lm-eval tasks
-    and groups (counted from lm-eval's index, not typed in). Each strong effect's adjusted p stays
-    ten times under 0.05, which the first draws' floor (2e-4) alone could not promise."""
-    from lm_eval.tasks import TaskManager
-
-    from mathneuro.configs import compose
-    from mathneuro.tasks import leaf_tasks, task_paths
-
-    suites = compose([Path(__file__).resolve().parents[1] / "configs" / "paper.yaml"])["evaluation"]["suites"]
-    manager = TaskManager(include_path=task_paths())
-    family = sum(len(leaves) + len(groups) for leaves, groups in
-                 (leaf_tasks(manager, suite["tasks"]) for suite in suites.values()))
-    assert family > 57  # MMLU's subjects alone
-    strong = sign_flip_p(pooled_losses(100, 0))  # every row of the family as strong
-    assert (holm([strong] * family) < 0.05 / 10).all()
 
 
 def test_the_interval_of_many_items_is_the_normal_one():

@@ -171,6 +171,23 @@ def test_a_users_task_is_defined_by_its_yaml_what_it_includes_and_imports_and_no
     assert named("gsm8k_cot") == set()  # lm-eval's own: its version says what it is
 
 
+def test_a_family_as_large_as_the_paper_configs_largest_keeps_every_strong_effect_significant(manager):
+    """Holm over one set's tasks (mathneuro.evidence): the paper config's suites reach at most
+    that many lm-eval tasks and groups (counted from lm-eval's index, not typed in). A strong
+    pooled effect (100 items lost, in one repeat or both) has its adjusted p ten times under 0.05
+    in a family that large, which the first draws' floor (2e-4) alone could not promise."""
+    import numpy as np
+
+    from mathneuro.stats import holm, sign_flip_p
+
+    suites = compose([REPO / "configs" / "paper.yaml"])["evaluation"]["suites"]
+    family = sum(len(leaves) + len(groups) for leaves, groups in
+                 (leaf_tasks(manager, suite["tasks"]) for suite in suites.values()))
+    assert family > 57  # MMLU's subjects alone
+    strong = sign_flip_p(-np.random.default_rng(0).choice([0.5, 1.0], size=100))  # every row as strong
+    assert (holm([strong] * family) < 0.05 / 10).all()
+
+
 def test_only_the_toys_data_is_local_only():
     """A group's are its members' (toy_facts: its numeric and its word items, one data set)."""
     assert {name: local_only_data(name) for name in ("toy_math", "toy_facts", "toy_facts_numbers", "egsm", "gsm8k_cot")} == {
