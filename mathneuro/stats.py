@@ -25,9 +25,10 @@ So one pair of tests serves every measure:
   of an item are exchangeable, so each item's difference is as likely with either sign. Items
   without a difference cannot change sign and are left out (the sum is the same); the test is
   exact (every sign pattern) up to 16 items with a difference, else Monte Carlo with a seeded
-  generator: 9,999 draws, and where that finds p < 0.01, 199,999, so that a small p resolves to
-  5e-6 (a Monte Carlo p is at least 1 / (draws + 1)), ten times below Holm's strictest threshold
-  in a family of 1,000 tests (the paper configs' are under 100: one set's tasks). For one repeat
+  generator: 9,999 draws, and where that finds p < 0.001, 99,999, so that a small p resolves to
+  2e-5 (a two-sided Monte Carlo p is at least 2 / (draws + 1)), over thirty times below Holm's
+  strictest threshold in a family as large as the paper config's suites reach (74 lm-eval tasks
+  and groups: one set's tasks, tests/test_tasks.py). For one repeat
   of right/wrong outcomes its exact distribution is the binomial one of the **exact McNemar
   test** (discordant items, each way with probability 1/2), which is what is computed then, at
   any size (scipy.stats.binomtest), with the items lost and gained.
@@ -48,7 +49,7 @@ import numpy as np
 
 CONFIDENCE = 0.95
 N_RESAMPLES = 9999
-REFINE_BELOW, REFINED_RESAMPLES = 0.01, 199_999  # a small Monte Carlo p drawn again, finer
+REFINE_BELOW, REFINED_RESAMPLES = 0.001, 99_999  # a small Monte Carlo p drawn again, finer
 EXACT_UP_TO = 16  # items with a difference: 2**16 sign patterns enumerated; beyond, Monte Carlo
 SEED = 0
 BATCH = 1000  # resamples computed at once: memory stays at BATCH x items

@@ -101,10 +101,10 @@ def test_a_small_monte_carlo_p_is_drawn_again_and_resolves_far_below_the_first_d
 
     strong = ratio_change(pooled_losses(330, 0))
     assert strong["p_value"] == pytest.approx(2 / (REFINED_RESAMPLES + 1))
-    assert strong["p_value"] < 2 / (N_RESAMPLES + 1) / 10
+    assert strong["p_value"] < 2 / (N_RESAMPLES + 1) / 5
     ten = ratio_change(np.r_[pooled_losses(10, 1), np.zeros(320)])
     assert ten["p_value"] == pytest.approx(enumerated_sign_flip_p(pooled_losses(10, 1)), rel=1e-9)
-    assert strong["p_value"] < ten["p_value"] / 100  # 330/0 is told from 10/0
+    assert strong["p_value"] < ten["p_value"] / 10  # 330/0 is told from 10/0
 
 
 def test_a_p_value_that_is_not_small_keeps_its_first_draws():
@@ -112,7 +112,7 @@ def test_a_p_value_that_is_not_small_keeps_its_first_draws():
 
     from mathneuro.stats import BATCH, N_RESAMPLES, REFINE_BELOW, SEED
 
-    differences = np.random.default_rng(3).choice([-1.0, -0.5, 0.5, 1.0], size=200)
+    differences = np.random.default_rng(3).choice([-1.0, -0.5, 0.5, 1.0], size=200)  # p about 0.1
     got = ratio_change(differences)["p_value"]
     first = permutation_test((differences,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples",
                              vectorized=True, n_resamples=N_RESAMPLES, batch=BATCH,
