@@ -19,7 +19,6 @@ from mathneuro.hub import go_offline, is_offline
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-
 # transformers' availability checks for optional libraries that it imports with every model class
 # when they are installed, for features MathNeuro never uses: scikit-learn (lm-eval installs it)
 # for assisted decoding's confidence threshold, SciPy for object-detection losses, and `kernels`

@@ -88,6 +88,7 @@ def folder_definitions(folder: str) -> dict[str, Definition]:
     return definitions
 
 
+@functools.cache
 def project_configs() -> dict[str, dict[str, Any]]:
     """Task or group name -> its config, for every YAML in ``PROJECT_TASKS``. Shared: do not modify."""
     return {name: definition.config for name, definition in folder_definitions(str(PROJECT_TASKS)).items()}

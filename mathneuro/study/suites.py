@@ -119,6 +119,12 @@ class Suites:
 
         return [f for f in self.definition_files(suite) if Path(f).is_relative_to(PROJECT_TASKS)]
 
+    def user_files(self, suite: str) -> list[str]:
+        """The others: the user's (``evaluation.include_path``), inputs of the suite's job."""
+        from mathneuro.tasks import PROJECT_TASKS
+
+        return [f for f in self.definition_files(suite) if not Path(f).is_relative_to(PROJECT_TASKS)]
+
     def inputs(self, suite: str) -> dict[str, list[str]]:
         """Files a suite's task folder is made from, by name: the local data (the toy tasks'
         synthetic files among them) and the user's files that define its tasks."""
@@ -126,8 +132,7 @@ class Suites:
             return {}
         files = [f for hub_id, entry in self.local_data(suite).items()
                  for f in self.data.local_inputs(hub_id, ["*"], sorted(entry["files"]))]
-        project = set(self.project_files(suite))
-        user = [f for f in self.definition_files(suite) if f not in project]
+        user = self.user_files(suite)
         return {"local_data": files, **({"user_tasks": user} if user else {})}
 
     def lm_eval(self, suite: str, lm_eval_version: str) -> dict[str, Any]:
