@@ -145,12 +145,12 @@ def workflow_rules(configfile: Path, workdir: Path) -> tuple[set[str], set[str],
 
 
 def make_test_config(dest: Path, configfile: Path | None = None) -> Path:
-    """The tiny config, every model asking for one GPU (the node has one), one repeat, one K and
+    """The tiny config, every model asking for one GPU (the node has two), one repeat, one K and
     fewer methods.
 
     The tiny models run on the CPU (device: cpu); asking Slurm for a GPU anyway
     exercises the GPU path of the submission (--gpus, CUDA_VISIBLE_DEVICES)
-    without needing one: the CI node's GPU is a stand-in. One repeat, one K, the
+    without needing one: the CI node's GPUs are stand-ins. One repeat, one K, the
     main sample count and, of the methods, those the other analyses use and one
     per kind of importance keep every rule of the DAG (each Slurm job costs two
     Snakemake start-ups and the plugin's polling) at under half its jobs.
@@ -343,6 +343,7 @@ def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
     assert not remote_rules & local_rules, f"local rules went to Slurm: {remote_rules & local_rules}"
     assert gpu_rules and gpu_rules <= remote_rules, f"GPU rules never submitted: {gpu_rules - remote_rules}"
     assert cpu_rules <= remote_rules, f"CPU rules never submitted: {cpu_rules - remote_rules}"
+    gpu_jobs_seen: set[str] = set()  # the CUDA_VISIBLE_DEVICES values GPU jobs were given
     for job in remote:
         what = f"job {job.jobid} ({job.rule})"
         assert job.slurm_id is not None, f"{what} was never submitted to Slurm"
@@ -356,14 +357,17 @@ def test_workflow_runs_on_slurm(slurm_partition: str, tmp_path: Path) -> None:
         assert (job.gpus >= 1) == (job.rule in gpu_rules), f"{what}: gpu={job.gpus}"
         if job.gpus:
             assert re.search(rf" --gpus={job.gpus}\b", call), f"{what} asked no GPU: {call}"
-            # Slurm's side: the job got the node's GPU (the job-step plugin
-            # logs its environment with --verbose; the log is kept).
+            # Slurm's side: the job got as many of the node's GPUs as it asked (the job-step
+            # plugin logs its environment with --verbose; the log is kept).
             job_log = job.slurm_log.read_text(errors="replace")
-            assert "'CUDA_VISIBLE_DEVICES': '0'" in job_log, (
-                f"{what}: no CUDA_VISIBLE_DEVICES=0 in its Slurm log {job.slurm_log}"
-            )
+            visible = re.search(r"'CUDA_VISIBLE_DEVICES': '([\d,]+)'", job_log)
+            assert visible, f"{what}: no CUDA_VISIBLE_DEVICES in its Slurm log {job.slurm_log}"
+            assert len(visible[1].split(",")) == job.gpus, f"{what}: given GPUs {visible[1]}"
+            gpu_jobs_seen.add(visible[1])
         else:
             assert "--gpus" not in call and "--gres" not in call, f"CPU {what} asked a GPU: {call}"
+    # The test cluster's two stand-in GPUs were both handed out: GPU jobs ran side by side.
+    assert len(gpu_jobs_seen) == 2, f"GPU jobs were given only {gpu_jobs_seen}"
 
     # A changed value reruns its jobs on Slurm once. A suite's item limit reruns its evaluations,
     # several at a time: each job parses the workflow again while others have just written their

@@ -151,6 +151,6 @@ export SLURM_CONF=$SLURM_CONF
 export SLURM_CI_DIR=$state
 EOF
 trap - EXIT
-log "cluster ready ($cpus CPUs, ${real_memory} MiB, 1 GPU) in ${SECONDS}s; state in $state"
+log "cluster ready ($cpus CPUs, ${real_memory} MiB, 2 GPUs) in ${SECONDS}s; state in $state"
 sinfo >&2
 cat "$state/env"
