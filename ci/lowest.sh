@@ -33,4 +33,4 @@ wrong = [pin for pin in sys.argv[1:] if Version(version(pin.split("==")[0])) != 
 assert not wrong, f"not the versions under test: {wrong}"
 PY
 # shellcheck disable=SC2086
-PYTHONPATH="$target/site" .venv/bin/pytest -q -p no:cacheprovider -n auto -m "not workflow and not slow and not slurm" $tests
+PYTHONPATH="$target/site" .venv/bin/pytest -q -p no:cacheprovider -m "not workflow and not slow and not slurm" $tests
