@@ -409,6 +409,36 @@ def _hidden_size(folder: Path, model: str) -> int | None:
         return None
 
 
+EDIT_TABLES = ("pruning", "scaling", "finetuning", "data_efficiency", "subskills")
+LIBRARY_LABELS = {"torch": "torch", "transformers": "transformers", "lm_eval": "lm-eval", "snakemake": "Snakemake"}
+
+
+def versions_text(tables: Sequence[pd.DataFrame | None], folder: Path | str = "results") -> str:
+    """Which versions made the evaluations behind ``tables`` (summaries whose rows carry
+    :data:`mathneuro.provenance.VERSION_COLUMNS`, a repeat's several joined with ", "): one
+    sentence when every row agrees, a warning naming each value and its rows' count when they do
+    not; "" for tables that record none (made before rows carried versions)."""
+    from mathneuro.provenance import VERSION_COLUMNS
+
+    rows = [t for t in tables if t is not None and len(t) and set(VERSION_COLUMNS) <= set(t.columns)]
+    if not rows:
+        return ""
+    frame = pd.concat([t[VERSION_COLUMNS] for t in rows], ignore_index=True)
+    found = {column: frame[column].dropna().str.split(", ").explode().value_counts() for column in VERSION_COLUMNS}
+    if all(counts.empty for counts in found.values()):
+        return ""
+    labels = {"code": "code", **LIBRARY_LABELS}
+    mixed = {column: counts for column, counts in found.items() if len(counts) > 1}
+    if not mixed:
+        made = ", ".join(f"{labels[c]} {counts.index[0]}" for c, counts in found.items() if len(counts))
+        return f"Made by {made}."
+    named = "; ".join(f"{labels[c]} " + ", ".join(f"{value} ({n} row{'s' * (n != 1)})" for value, n in counts.items())
+                      for c, counts in mixed.items())
+    return (f"**Mixed versions**: this study's rows were made by different versions ({named}); compare like "
+            f"with like (`python -m mathneuro.provenance --rows {folder}` counts each table's rows of other "
+            "code, docs/caching.md says how to rerun them).")
+
+
 def _machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -452,6 +482,9 @@ def _model_report(folder: Path, skill: str | None, only: str | None) -> str:
     parts = [f"Tables: `{folder}` (model {model}), written {written:%Y-%m-%d %H:%M} UTC; printed on "
              f"{_machine()}. Values: % of the test items (bits per byte as they are: lower is better), "
              f"{averaged}."]
+    made_by = versions_text([read(name) for name in EDIT_TABLES], folder)
+    if made_by:
+        parts[0] += f" {made_by}"
 
     def ks(table):
         return list(dict.fromkeys(table.sort_values("k_fraction")["k"]))

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from mathneuro import provenance
 from mathneuro.methods import NO_CONTROL, TOP_K
+from mathneuro.provenance import VERSION_COLUMNS
 
 if TYPE_CHECKING:  # masks pull in torch; the table jobs that do not need it start faster
     from mathneuro.masks import ParameterMask
@@ -31,6 +33,7 @@ EVAL_COLUMNS = {  # column -> dtype of the pruning and scaling tables, in this o
     "task": "string", "metric": "string", "n": "Int64", "value": "float64", "stderr": "float64",
     "apply_chat_template": "boolean", "fewshot_as_multiturn": "boolean", "system_instruction": "string",
     "batch_size": "Int64", "trained": "string",  # a fine-tuning edit's scope (set, all); NA for the others
+    **dict.fromkeys(VERSION_COLUMNS, "string"),  # the versions that made the row (its evaluation's)
 }
 SAMPLE_COLUMNS = {  # column -> dtype of the samples table: each variant's per-item records (evaluate.samples_frame)
     "model": "string", "skill": "string", "method": "string", "control": "string", "k": "string",
@@ -162,13 +165,19 @@ def share_table(counts: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def summarize(table: pd.DataFrame, measures: Sequence[str], over: Sequence[str] = ("seed",)) -> pd.DataFrame:
-    """Mean, std, min, max of ``measures`` over the repeats in columns ``over``; one row per group."""
-    keys = [c for c in table.columns if c not in set(measures) | set(over)]
+def summarize(table: pd.DataFrame, measures: Sequence[str], over: Sequence[str] = ("seed",),
+              joined: Sequence[str] = ()) -> pd.DataFrame:
+    """Mean, std, min, max of ``measures`` over the repeats in columns ``over``; one row per group.
+    Columns ``joined`` do not split groups: a group's distinct values, sorted, joined with ", "
+    (the versions that made its repeats: one, or several where they differ)."""
+    keys = [c for c in table.columns if c not in set(measures) | set(over) | set(joined)]
     grouped = table.groupby(keys, dropna=False)
     summary = grouped[list(measures)].agg(["mean", "std", "min", "max"])
     summary.columns = [f"{measure}_{stat}" for measure, stat in summary.columns]
     summary["n_repeats"] = grouped.size()
+    for column in joined:
+        summary[column] = grouped[column].agg(lambda values: ", ".join(sorted(set(values.dropna()))) or pd.NA)
+        summary[column] = summary[column].astype("string")
     return summary.reset_index()
 
 
@@ -262,16 +271,21 @@ def edit_tables(table: pd.DataFrame, outcomes: Mapping, groups: Mapping) -> tupl
     jobs, is left out of the summary)."""
     from mathneuro.evidence import repeat_statistics, summary_statistics
 
-    summary = summarize(table.drop(columns=["batch_size"]), EVAL_MEASURES)
+    summary = summarize(table.drop(columns=["batch_size"]), EVAL_MEASURES, joined=VERSION_COLUMNS)
     return repeat_statistics(table, outcomes, groups), summary_statistics(summary, table, outcomes, groups)
 
 
-def read_tables(paths: Sequence[str]) -> pd.DataFrame:
+def read_tables(paths: Sequence[str], versions: bool = False) -> pd.DataFrame:
     """The per-job tables at ``paths`` one after the other; an empty frame for none (an analysis
-    that is off reads no files)."""
+    that is off reads no files). ``versions``: each row also gets the versions its file's
+    fingerprint names (:data:`mathneuro.provenance.VERSION_COLUMNS`)."""
     from mathneuro.intermediates import read
 
-    return pd.concat([read(p, pd.read_parquet) for p in paths], ignore_index=True) if paths else pd.DataFrame()
+    def table(path: str) -> pd.DataFrame:
+        frame = pd.read_parquet(path)
+        return frame.assign(**provenance.versions(provenance.read_fingerprint(path))) if versions else frame
+
+    return pd.concat([read(p, table) for p in paths], ignore_index=True) if paths else pd.DataFrame()
 
 
 def build_tables(

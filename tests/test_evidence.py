@@ -67,16 +67,17 @@ def study():
     return evaluated((SPECIFIC, BASELINE, OTHER))
 
 
-def evaluated(methods, **grid):
+def evaluated(methods, made_by=None, **grid):
     """Per-item records of the unedited model and each method's sets (``grid``: the models, Ks and
     edits of :func:`variants`) on a task, two subtasks of two groups (one weighted by size, one by
-    subtask) and a bits-per-byte task, with the result rows lm-eval would report, and the edit
-    tables built from them."""
+    subtask) and a bits-per-byte task, with the result rows lm-eval would report (``made_by``:
+    labels -> the versions their evaluation records), and the edit tables built from them."""
     sizes = {"t": 120, **LEAVES}
     texts = np.random.default_rng(9).integers(40, 300, size=80).astype(float)
     rows, items = [], []
     for labels in variants(methods, **grid):
         seed = draws(labels)
+        first_row = len(rows)
         scores = {task: outcomes(n, 0.7, 100 + j) for j, (task, n) in enumerate(sizes.items())}
         if labels["method"] != "base":
             share = {SPECIFIC: 0.35, BASELINE: 0.05, OTHER: 0.5}[labels["method"]]
@@ -96,6 +97,8 @@ def evaluated(methods, **grid):
                    "loglikelihood": ll, "weight": b} for d, (ll, b) in enumerate(zip(loglikelihood, texts))]
         rows.append({**labels, "task": "bpb_x", "metric": "bits_per_byte,none", "n": len(texts),
                      "value": -loglikelihood.sum() / (math.log(2) * texts.sum())})
+        for row in rows[first_row:]:
+            row.update(made_by(labels) if made_by else {})
     groups = {(model, "s"): {"grp": list(LEAVES), "grp_mean": list(LEAVES), "grp_odd": list(LEAVES)}
               for model in grid.get("models", ["m"])}
     samples = pd.DataFrame(items)
@@ -195,6 +198,30 @@ def test_adding_a_k_an_edit_a_method_or_a_model_changes_no_existing_rows_adjuste
             assert np.allclose(kept[column], kept[f"{column}_grown"], equal_nan=True), column
         if "significant" in kept:
             assert (kept["significant"] == kept["significant_grown"]).all()
+
+
+def test_each_row_names_the_versions_of_its_evaluation_and_a_summary_joins_its_repeats(study):
+    """Versions never split a set's repeats nor change a number: one repeat made with another
+    torch gives the same tables, each row naming its own evaluation's versions, the summary the
+    repeats' joined."""
+    from mathneuro.provenance import VERSION_COLUMNS
+
+    def made_by(labels):
+        other = labels["method"] == SPECIFIC and labels.get("seed") == 1
+        return {"code": "abc", "torch": "2.12.0" if other else "2.13.0", "transformers": "5.0", "lm_eval": "0.4",
+                "snakemake": "9.0"}
+
+    (table, summary), _ = evaluated((SPECIFIC, BASELINE, OTHER), made_by=made_by)
+    (plain_table, plain_summary), _ = study
+    pd.testing.assert_frame_equal(table.drop(columns=VERSION_COLUMNS), plain_table.drop(columns=VERSION_COLUMNS))
+    pd.testing.assert_frame_equal(summary.drop(columns=VERSION_COLUMNS),
+                                  plain_summary.drop(columns=VERSION_COLUMNS))
+    assert plain_table[VERSION_COLUMNS].isna().all().all()  # rows made before versions were kept
+    other = (table["method"] == SPECIFIC) & (table["seed"] == 1)
+    assert set(table.loc[other, "torch"]) == {"2.12.0"} and set(table.loc[~other, "torch"]) == {"2.13.0"}
+    joined = {method: set(part) for method, part in summary.groupby("method")["torch"]}
+    assert joined[SPECIFIC] == {"2.12.0, 2.13.0"} and joined[BASELINE] == joined[OTHER] == {"2.13.0"}
+    assert set(summary["code"]) == {"abc"}
 
 
 def test_the_summary_pools_every_items_repeats(study):

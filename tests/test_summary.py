@@ -262,3 +262,34 @@ def test_layer_overlap_rows_pool_each_sets_matrices_per_layer_group_and_module_a
     assert section.splitlines()[0] == "| where | MathNeuro vs reading | TopK(math) |"
     everything = rows.loc["all"]
     assert section.splitlines()[2] == f"| all | {everything['MathNeuro vs reading']} | {everything['TopK(math)']} |"
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_the_report_names_the_versions_that_made_the_rows_and_warns_when_they_differ(tmp_path, mixed):
+    from mathneuro.provenance import VERSION_COLUMNS
+
+    made = {"code": "abc", "torch": "2.13.0", "transformers": "5.0", "lm_eval": "0.4.13", "snakemake": "9.0"}
+    table = pruning_table().assign(**made)
+    if mixed:  # one repeat of one set evaluated with another torch
+        table.loc[(table["method"] == "wanda") & (table["seed"] == 1), "torch"] = "2.12.0"
+    pruning = summarize(table, EVAL_MEASURES, joined=VERSION_COLUMNS)
+    assert len(pruning) == len(summarize(pruning_table(), EVAL_MEASURES))  # versions split no group
+    folder = tmp_path / "results" / "tables" / "toy"
+    folder.mkdir(parents=True)
+    pruning.to_parquet(folder / "pruning_summary.parquet")
+    text = report(folder).split("\n\n", 1)[0]
+    if not mixed:
+        assert "Made by code abc, torch 2.13.0, transformers 5.0, lm-eval 0.4.13, Snakemake 9.0." in text
+        assert "Mixed" not in text
+    else:
+        wanda = int((pruning["method"] == "wanda").sum())
+        assert "**Mixed versions**" in text and "Made by" not in text
+        assert f"torch 2.13.0 ({len(pruning)} rows), 2.12.0 ({wanda} rows)" in text
+    assert "Made by" not in report_of(summaries()[0], tmp_path / "old")  # tables made before rows kept versions
+
+
+def report_of(pruning: pd.DataFrame, root) -> str:
+    folder = root / "results" / "tables" / "toy"
+    folder.mkdir(parents=True)
+    pruning.to_parquet(folder / "pruning_summary.parquet")
+    return report(folder)

@@ -14,7 +14,7 @@ with log_to(snakemake.log[0]) as log:
     groups = {(model, suite): read(path, lambda p: json.loads(Path(p).read_text())).get("group_subtasks", {})
               for (model, suite), path in zip(params.base_evaluations, inputs.base_results)}
     tables = build_tables(
-        read_tables(inputs.evaluations),
+        read_tables(inputs.evaluations, versions=True),
         name_top_k_set(read_tables(inputs.counts), **params.top_k_set),
         read_tables(inputs.consistency),
         read_tables(inputs.layer_overlaps),
