@@ -142,10 +142,19 @@ def with_baseline(evaluations: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame
     return merged
 
 
+MASK_KEYS = ["model", "method", "control", "k", "k_fraction", "control_k_fraction", "n_samples", "seed"]
+
+
+def mask_keys(counts: pd.DataFrame) -> list[str]:
+    """The columns that name one set in its count rows, with the versions of the job that counted
+    it where the rows carry them (one set's rows share them)."""
+    return MASK_KEYS + [c for c in VERSION_COLUMNS if c in counts.columns]
+
+
 def layer_table(counts: pd.DataFrame) -> pd.DataFrame:
     """Selected parameters per (mask, layer, module type), and their share of the matrix and the mask."""
     counts = with_control_k(counts)
-    keys = ["model", "method", "control", "k", "k_fraction", "control_k_fraction", "n_samples", "seed"]
+    keys = mask_keys(counts)
     grouped = counts.groupby(keys + ["layer", "module"], dropna=False, as_index=False)[["selected", "numel"]].sum()
     grouped["share_of_matrices"] = grouped["selected"] / grouped["numel"]
     total = grouped.groupby(keys, dropna=False)["selected"].transform("sum")
@@ -156,7 +165,7 @@ def layer_table(counts: pd.DataFrame) -> pd.DataFrame:
 def share_table(counts: pd.DataFrame) -> pd.DataFrame:
     """Selected parameters as a share of the scored matrices and of all the model's parameters."""
     counts = with_control_k(counts)
-    keys = ["model", "method", "control", "k", "k_fraction", "control_k_fraction", "n_samples", "seed"]
+    keys = mask_keys(counts)
     table = counts.groupby(keys, dropna=False, as_index=False).agg(
         selected=("selected", "sum"), target_parameters=("numel", "sum"), model_parameters=("model_parameters", "first")
     )
@@ -170,6 +179,7 @@ def summarize(table: pd.DataFrame, measures: Sequence[str], over: Sequence[str] 
     """Mean, std, min, max of ``measures`` over the repeats in columns ``over``; one row per group.
     Columns ``joined`` do not split groups: a group's distinct values, sorted, joined with ", "
     (the versions that made its repeats: one, or several where they differ)."""
+    joined = [c for c in joined if c in table.columns]
     keys = [c for c in table.columns if c not in set(measures) | set(over) | set(joined)]
     grouped = table.groupby(keys, dropna=False)
     summary = grouped[list(measures)].agg(["mean", "std", "min", "max"])
@@ -346,17 +356,21 @@ def build_tables(
                                               "module", *LOCALIZATION_COUNTS, *LOCALIZATION_MEASURES])
     localizations = with_control_k(localizations)
     layers, share = layer_table(counts), share_table(counts)
+
+    def summary(table: pd.DataFrame, measures: Sequence[str], over: Sequence[str] = ("seed",)) -> pd.DataFrame:
+        return summarize(table, measures, over, joined=VERSION_COLUMNS)  # rows name the job's versions
+
+    pair = ("seed_a", "seed_b")
     return {
         **{name: edit_tables(table, outcomes, groups or {}) for name, table in edits.items()},
-        "consistency": (consistency, summarize(consistency, ["value", "size_a", "size_b", "intersection"],
-                                               over=("seed_a", "seed_b"))),
-        "layer_overlap": (layer_overlaps, summarize(layer_overlaps, OVERLAP_MEASURES, over=("seed_a", "seed_b"))),
-        "subskill_overlap": (subskill_overlaps, summarize(subskill_overlaps, SET_OVERLAP_MEASURES)),
-        "agreement": (agreements, summarize(agreements, SET_OVERLAP_MEASURES)),
-        "localization": (localizations, summarize(localizations, [*LOCALIZATION_COUNTS, *LOCALIZATION_MEASURES])),
-        "layers": (layers, summarize(layers, ["selected", "numel", "share_of_matrices", "share_of_selected"])),
-        "share": (share, summarize(share, ["selected", "target_parameters", "model_parameters",
-                                           "share_of_targets", "share_of_model"])),
+        "consistency": (consistency, summary(consistency, ["value", "size_a", "size_b", "intersection"], pair)),
+        "layer_overlap": (layer_overlaps, summary(layer_overlaps, OVERLAP_MEASURES, pair)),
+        "subskill_overlap": (subskill_overlaps, summary(subskill_overlaps, SET_OVERLAP_MEASURES)),
+        "agreement": (agreements, summary(agreements, SET_OVERLAP_MEASURES)),
+        "localization": (localizations, summary(localizations, [*LOCALIZATION_COUNTS, *LOCALIZATION_MEASURES])),
+        "layers": (layers, summary(layers, ["selected", "numel", "share_of_matrices", "share_of_selected"])),
+        "share": (share, summary(share, ["selected", "target_parameters", "model_parameters", "share_of_targets",
+                                         "share_of_model"])),
     }
 
 

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from dag import ALWAYS, Job, descendants, fake_finished_run, planned, snakemake, write_config
 
+from mathneuro import provenance
 from mathneuro.analyses import FIGURES, NO_SET, TABLES
 from mathneuro.configs import compose
 from mathneuro.methods import METHODS
@@ -40,10 +41,14 @@ def test_every_table_summary_and_figure_is_written(run):
     plots = run / "results" / "tables" / "tiny" / "plots"
     planted = any(m["path"] == "planted" for m in compose([TINY])["models"].values())
     empty = set() if planted else {"localization"}  # tests/test_planted.py runs a planted study
+    made_by = provenance.versions(provenance.fingerprint())  # the tests' own checkout and libraries made it
     for name in TABLES:
         assert (len(table(run, name)) > 0) == (name not in empty), name
         assert (len(table(run, name, summary=True)) > 0) == (name not in empty), name
         assert "<table" in (plots / f"{name}.html").read_text(), name
+        for rows in (table(run, name), table(run, name, summary=True)):  # every row: the versions that made it
+            if len(rows):
+                assert rows[provenance.VERSION_COLUMNS].drop_duplicates().to_dict("records") == [made_by], name
     for name in FIGURES:
         assert (plots / f"{name}.png").read_bytes()[:4] == b"\x89PNG", name
 

@@ -13,14 +13,14 @@ with log_to(snakemake.log[0]) as log:
     samples = read_tables(inputs.samples)
     groups = {(model, suite): read(path, lambda p: json.loads(Path(p).read_text())).get("group_subtasks", {})
               for (model, suite), path in zip(params.base_evaluations, inputs.base_results)}
-    tables = build_tables(
+    tables = build_tables(  # every row with the versions of the job that wrote it
         read_tables(inputs.evaluations, versions=True),
-        name_top_k_set(read_tables(inputs.counts), **params.top_k_set),
-        read_tables(inputs.consistency),
-        read_tables(inputs.layer_overlaps),
-        read_tables(inputs.subskill_overlaps) if inputs.subskill_overlaps else None,
-        agreements=read_tables(inputs.agreements),
-        localizations=read_tables(inputs.localizations),
+        name_top_k_set(read_tables(inputs.counts, versions=True), **params.top_k_set),
+        read_tables(inputs.consistency, versions=True),
+        read_tables(inputs.layer_overlaps, versions=True),
+        read_tables(inputs.subskill_overlaps, versions=True) if inputs.subskill_overlaps else None,
+        agreements=read_tables(inputs.agreements, versions=True),
+        localizations=read_tables(inputs.localizations, versions=True),
         selections=params.selections,
         samples=samples,
         groups=groups,
