@@ -19,9 +19,9 @@ Parquet schema metadata (tables: key ``mathneuro.code``), a ``mathneuro_code`` e
 A fingerprint also names the versions that made the output (:func:`versions`): the project's code
 (the commit of a git checkout, ``+modified`` when the checkout's code differs from it; else the
 package version and a digest of its modules) and the installed torch, transformers, lm-eval and
-Snakemake. The evaluation tables carry them as columns (:data:`VERSION_COLUMNS`, one value per row,
-read from the evaluation that made the row), ``mathneuro.summary`` says when a study's rows were
-made by different versions, and :func:`stale_rows` (``--rows``) counts a table's rows made by code
+Snakemake. The study's tables carry them as columns (:data:`VERSION_COLUMNS`, one value per row,
+read from the file of the job that made the row: an edit table's, its evaluation's),
+``mathneuro.summary`` says when a study's rows were made by different versions, and :func:`stale_rows` (``--rows``) counts a table's rows made by code
 other than the checkout's.
 """
 
