@@ -59,6 +59,8 @@ EXEMPT = {
     ".venv/bin/snakemake --cores all --forcerun $(.venv/bin/python -m mathneuro.provenance results)":
         "a shell substitution over a finished study's outputs; its two halves are checked apart "
         "(`python -m mathneuro.provenance results --why`, the dry run of `snakemake --cores all`)",
+    ".venv/bin/snakemake --cores all --forcerun $(.venv/bin/python -m mathneuro.provenance results --other-code)":
+        "a shell substitution over a finished study's outputs; its halves are checked apart as above",
 }
 
 
