@@ -183,6 +183,8 @@ rule export_model:
         "logs/export_model/{model}/{skill}/{method}/{control}/n{n}/seed{seed}/k{k}/{edit}.log",
     benchmark:
         f"{RESULTS}/benchmarks/export_model/{{model}}/{{skill}}/{{method}}/{{control}}/n{{n}}/seed{{seed}}/k{{k}}/{{edit}}.tsv"
+    wildcard_constraints:
+        edit=edits_constraint(config["edits"]),
     conda:
         "../envs/mathneuro.yaml"
     threads: 1
@@ -194,5 +196,49 @@ rule export_model:
         content=content(model_paths),
         model=model_params,
         factor=lambda wc: study.edits[wc.edit],
+        trained=None,
     script:
         "../workflow_scripts/export_model.py"
+
+
+use rule export_model as export_finetuned with:
+    """On request only: a fine-tuning edit of a set as a checkpoint (what it trained put in)."""
+    input:
+        model=model_input,
+        mask=lambda wc: mask_path(
+            wc.model, wc.skill, wc.method, wc.control, wc.n, wc.seed, wc.k
+        ),
+        trained=lambda wc: trained_path(
+            wc.model, wc.skill, wc.method, wc.control, wc.n, wc.seed, wc.k, wc.edit
+        ),
+    wildcard_constraints:
+        edit=edits_constraint(study.finetune_edits(per_set=True)),
+    params:
+        code=code("export_model.py"),
+        content=content(model_paths),
+        model=model_params,
+        factor=None,
+        trained=lambda wc: config["finetune"][wc.edit]["train"],
+
+
+use rule export_model as export_finetuned_unedited with:
+    """On request only: a fine-tuning run that needs no set (every parameter trained from the
+    unedited model) as a checkpoint, one per repeat.
+    """
+    input:
+        model=model_input,
+        trained=lambda wc: unedited_trained_path(wc.model, wc.skill, wc.seed, wc.edit),
+    output:
+        directory(f"{RESULTS}/{{model}}/export/{{skill}}/all/seed{{seed}}/{{edit}}"),
+    log:
+        "logs/export_model/{model}/{skill}/all/seed{seed}/{edit}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/export_model/{{model}}/{{skill}}/all/seed{{seed}}/{{edit}}.tsv"
+    wildcard_constraints:
+        edit=edits_constraint(study.finetune_edits(per_set=False)),
+    params:
+        code=code("export_model.py"),
+        content=content(model_paths),
+        model=model_params,
+        factor=None,
+        trained=lambda wc: config["finetune"][wc.edit]["train"],

@@ -727,6 +727,52 @@ def test_finetuning_trains_each_set_and_the_whole_model_and_keeps_only_what_it_t
                 assert meta["scope"] == "all" and len(trained) > 10  # every parameter of the model
 
 
+def test_every_edit_exports_as_a_checkpoint_holding_exactly_that_edit(run, tmp_path):
+    """`export_model` on request, for each kind of edit: a set scaled by a factor, a fine-tuning
+    edit of a set (its trained values in the set's entries, every other weight the base's) and a
+    whole-model run (every trained tensor). Each exported folder loads with transformers alone."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from mathneuro import ParameterMask
+
+    study = tmp_path / "run"
+    shutil.copytree(run, study, symlinks=True)
+    config = compose([TINY])
+    results = Path("results") / "toy"
+    variant = Path("math") / "mathneuro" / "reading" / "n8" / "seed0"
+    (per_set,) = [e for e in config["finetuning"]["edits"] if config["finetune"][e]["train"] == "set"]
+    (whole,) = [e for e in config["finetuning"]["edits"] if config["finetune"][e]["train"] == "all"]
+    factor = next(e for e, f in config["edits"].items() if f not in (0.0, 1.0))
+    exports = {"scaled": results / "export" / variant / "k5pct" / factor,
+               "set": results / "export" / variant / "k5pct" / per_set,
+               "all": results / "export" / "math" / "all" / "seed0" / whole}
+    snakemake(study, TINY, "--cores", "2", *map(str, exports.values()))
+
+    def weights(folder: Path) -> dict[str, torch.Tensor]:
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+        return {name: p.detach() for name, p in model.named_parameters()}
+
+    base = weights(study / "results" / "models" / "toy")
+    mask = ParameterMask.load(study / results / "masks" / variant / "k5pct.safetensors")
+    trained_set = load_file(study / results / "finetuned" / variant / "k5pct" / f"{per_set}.safetensors")
+    trained_all = load_file(study / results / "finetuned" / "math" / "all" / "seed0" / f"{whole}.safetensors")
+    got = {kind: weights(study / folder) for kind, folder in exports.items()}
+    assert set(trained_all) <= set(base) and set(trained_set) <= set(mask)
+    for name, weight in base.items():
+        selected = mask[name] if name in set(mask) else torch.zeros_like(weight, dtype=torch.bool)
+        assert torch.equal(got["scaled"][name], torch.where(selected, weight * config["edits"][factor], weight)), name
+        expected = weight.clone()
+        if name in trained_set:
+            expected[selected] = trained_set[name]
+        assert torch.equal(got["set"][name], expected), name
+        assert torch.equal(got["all"][name], trained_all.get(name, weight)), name
+    assert any(not torch.equal(got["set"][n], base[n]) for n in trained_set)  # the edits changed something
+
+
 def test_the_agreement_of_snips_sets_and_mathneuros_is_the_saved_sets_overlap(run):
     from mathneuro import ParameterMask
     from mathneuro.masks import overlap
