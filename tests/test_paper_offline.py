@@ -19,10 +19,11 @@ REPO = Path(__file__).resolve().parents[1]
 OFFLINE = REPO / "tests" / "configs" / "paper_offline.yaml"
 PAPER_1B = REPO / "configs" / "models" / "llama-3.2-1b-it.yaml"
 # What the offline config may change in the 1B paper config: the model, where data comes from,
-# and sizes (repeats, samples, K, which MMLU subjects and MATH subtasks, items and lengths).
+# and sizes (repeats, samples, K, the sets data efficiency evaluates, which MMLU subjects and MATH
+# subtasks, items and lengths).
 SUBSTITUTED = {
     "study", "models", "local_data", "identification.n_samples", "identification.seeds", "pruning.k", "scaling.k",
-    "consistency.n_samples", "consistency.seeds", "evaluation.suites.gsm8k.limit", "evaluation.suites.gsm8k.max_gen_toks",
+    "consistency.n_samples", "consistency.seeds", "data_efficiency.methods", "evaluation.suites.gsm8k.limit", "evaluation.suites.gsm8k.max_gen_toks",
     "evaluation.suites.race.limit", "evaluation.suites.mmlu.tasks", "evaluation.suites.mmlu.limit",
     "evaluation.suites.math.tasks", "evaluation.suites.math.limit", "evaluation.suites.math.max_gen_toks",
     "evaluation.suites.egsm.limit", "evaluation.suites.egsm.max_gen_toks",
