@@ -213,10 +213,7 @@ use rule export_model as export_finetuned with:
         ),
     wildcard_constraints:
         edit=edits_constraint(study.finetune_edits(per_set=True)),
-    params:
-        code=code("export_model.py"),
-        content=content(model_paths),
-        model=model_params,
+    params:  # merged into export_model's: these two replaced
         factor=None,
         trained=lambda wc: config["finetune"][wc.edit]["train"],
 
@@ -236,9 +233,6 @@ use rule export_model as export_finetuned_unedited with:
         f"{RESULTS}/benchmarks/export_model/{{model}}/{{skill}}/all/seed{{seed}}/{{edit}}.tsv"
     wildcard_constraints:
         edit=edits_constraint(study.finetune_edits(per_set=False)),
-    params:
-        code=code("export_model.py"),
-        content=content(model_paths),
-        model=model_params,
+    params:  # merged into export_model's: these two replaced
         factor=None,
         trained=lambda wc: config["finetune"][wc.edit]["train"],
