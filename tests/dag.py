@@ -4,13 +4,13 @@ finished run without running the jobs."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from mathneuro.plan import Job, parse_jobs  # noqa: F401  (the tests' names for them)
 
 REPO = Path(__file__).resolve().parents[1]
 ALWAYS = {"aggregate", "plots", "all"}  # rerun whenever the study's set of results changes
@@ -35,40 +35,6 @@ def snakemake(workdir: Path, configfile: Path, *args: str, check: bool = True,
     if check and done.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
     return done
-
-
-@dataclass(frozen=True)
-class Job:
-    rule: str
-    outputs: frozenset[str]
-    inputs: frozenset[str] = field(compare=False)
-    wildcards: tuple[tuple[str, str], ...] = field(compare=False)
-    resources: tuple[tuple[str, str], ...] = field(compare=False, default=())
-    local: bool = field(compare=False, default=False)
-
-    @property
-    def wc(self) -> dict[str, str]:
-        return dict(self.wildcards)
-
-    @property
-    def res(self) -> dict[str, int | str]:
-        return {key: int(value) if value.isdigit() else value for key, value in self.resources}
-
-
-_BLOCK = re.compile(r"^(local)?rule (\w+):\n((?:    .*\n?)*)", re.M)
-
-
-def parse_jobs(text: str) -> list[Job]:
-    """The jobs a dry run (-n) lists, with their inputs, outputs, wildcards and resources."""
-    jobs = []
-    for match in _BLOCK.finditer(text):
-        fields = dict(re.findall(r"^    (\w+): (.*)$", match.group(3), re.M))
-        files = lambda key: frozenset(f.strip() for f in fields.get(key, "").split(",") if f.strip())  # noqa: E731
-        pairs = lambda key: tuple(sorted(tuple(part.strip().split("=", 1)) for part in fields.get(key, "").split(",")  # noqa: E731
-                                         if "=" in part))
-        jobs.append(Job(match.group(2), files("output"), files("input"), pairs("wildcards"), pairs("resources"),
-                        local=bool(match.group(1))))
-    return jobs
 
 
 def planned(workdir: Path, configfile: Path, *args: str, repo: Path = REPO) -> list[Job]:
