@@ -53,8 +53,8 @@ def heldout_spec(spec: Mapping[str, Any], split: str) -> dict:
     """The data set spec of ``spec``'s held-out texts, every record in order. Hub and synthetic
     specs read ``split`` instead of their identification split (ValueError if the two share a
     split: ``"train+test"`` against ``"train"`` too); file specs read the texts their ``heldout``
-    names (``part: heldout``: another file, or the records their identification never draws from),
-    and ValueError without it."""
+    names (another file, read whole; or ``part: heldout``: the records their identification never
+    draws from), and ValueError without it."""
     import os
 
     held = {key: value for key, value in spec.items() if key not in ("n", "seed", "replace")}
@@ -75,6 +75,8 @@ def heldout_spec(spec: Mapping[str, Any], split: str) -> dict:
     if "path" in other and os.path.normpath(str(other["path"])) == os.path.normpath(str(spec["path"])):
         raise ValueError(f"its heldout.path is its own path {spec['path']!r}: the held-out texts would be "
                          "those the sets are found on")
+    if "path" in other:  # that file alone, every record: what its job reads, and all it depends on
+        return {key: value for key, value in held.items() if key != "heldout"} | {"path": other["path"]}
     return held | {"part": "heldout"}
 
 
@@ -92,12 +94,13 @@ def bpb_task_config(name: str, data_path: str | Path) -> dict:
     }
 
 
-def write_bpb_tasks(specs: Mapping[str, Mapping[str, Any]], out_dir: str | Path, *, split: str = "test",
+def write_bpb_tasks(specs: Mapping[str, Mapping[str, Any]], out_dir: str | Path, *,
                     local_data: Mapping[str, Any] | None = None, seed: int = 0) -> dict[str, int]:
-    """For each data set label -> spec, ``{out_dir}/bpb_<label>.yaml`` and its texts
-    ``bpb_<label>.jsonl``: the spec's held-out records (``heldout_spec``) rendered in its template,
-    in an order shuffled under ``seed`` (so a suite's ``limit`` takes a sample across MMLU's
-    subjects rather than the first subject). Returns the number of texts per task."""
+    """For each data set label -> the spec of its held-out texts (:func:`heldout_spec`),
+    ``{out_dir}/bpb_<label>.yaml`` and its texts ``bpb_<label>.jsonl``: every record the spec
+    reads, rendered in its template, in an order shuffled under ``seed`` (so a suite's ``limit``
+    takes a sample across MMLU's subjects rather than the first subject). Returns the number of
+    texts per task."""
     import random
 
     from mathneuro.data import load_texts
@@ -107,7 +110,7 @@ def write_bpb_tasks(specs: Mapping[str, Mapping[str, Any]], out_dir: str | Path,
     counts = {}
     for label, spec in specs.items():
         name = f"{BPB_PREFIX}{label}"
-        texts = list(load_texts(heldout_spec(spec, split), local_data=local_data))
+        texts = list(load_texts(spec, local_data=local_data))
         random.Random(seed).shuffle(texts)
         data = out_dir / f"{name}.jsonl"
         data.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")

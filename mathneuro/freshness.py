@@ -28,9 +28,11 @@ written into the same folder would rerun nothing. The workflow goes by content i
 from __future__ import annotations
 
 import atexit
+import glob
 import hashlib
 import json
 import os
+import re
 from base64 import urlsafe_b64decode
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -142,6 +144,69 @@ def script_digest(path: str | os.PathLike[str]) -> str:
     from mathneuro.provenance import code_hash
 
     return code_hash(Path(path))
+
+
+# What the study reads from the machine, by content -----------------------------------------------
+
+CONTENT = "content"  # results/content/<digest>/: links to the files a study reads from the machine
+WILDCARDS = re.compile(r"\{[^}]*\}|[*?[]")
+
+
+def static_root(pattern: str) -> str:
+    """The folder of a path or glob above its first wildcard (``*?[`` or a ``{name}`` placeholder);
+    of a plain path, its parent folder."""
+    parts = Path(pattern).parts
+    fixed = next((i for i, part in enumerate(parts) if WILDCARDS.search(part)), len(parts) - 1)
+    return str(Path(*parts[:fixed])) if fixed else "."
+
+
+def matches(pattern: str) -> list[str]:
+    """The files and folders a path or glob names (a placeholder matches anything), sorted."""
+    if not WILDCARDS.search(pattern):
+        return [pattern] if os.path.exists(pattern) else []
+    return sorted(glob.glob(re.sub(r"\{[^}]*\}", "*", pattern)))
+
+
+def link(pattern: str, results: str = "results", cache: DigestCache | None = None, role: str | None = None) -> str:
+    """``pattern`` (a file, folder or glob outside the workflow) as the same pattern inside
+    ``results/content/<digest>/``, a folder named by the content of everything the pattern names
+    and holding a symbolic link to each, at its path below the pattern's :func:`static_root`:
+    the same bytes at another path give the same folder, a changed byte another. With ``role``,
+    the folder is ``results/content/<role>`` whatever the content (a folder of task files, whose
+    readers digest the files they use: :func:`named_link`). The links are made (or pointed at
+    the new place) here; ``pattern`` itself when it names nothing."""
+    root, found = static_root(pattern), matches(pattern)
+    if not found:
+        return pattern
+    named = {os.path.relpath(f, root): f for f in found}
+    if role is None:
+        whole = hashlib.blake2b(digest_size=DIGEST_SIZE)
+        for name in sorted(named):
+            whole.update(f"{Path(name).as_posix()}\0{digest(named[name], cache)}\0".encode())
+    folder = Path(results, CONTENT, role or whole.hexdigest())
+    for name, target in named.items():
+        _point(folder / name, os.path.abspath(target))
+    return str(folder / os.path.relpath(pattern, root))
+
+
+def named_link(path: str | os.PathLike[str], results: str = "results") -> bool:
+    """Whether ``path`` lies below a link made with a ``role`` (its name says nothing of its
+    content: its readers take its digest)."""
+    parts = Path(path).parts
+    base = Path(results).parts
+    return (len(parts) > len(base) + 2 and parts[:len(base) + 1] == (*base, CONTENT)
+            and not re.fullmatch(r"[0-9a-f]{%d}" % (2 * DIGEST_SIZE), parts[len(base) + 1]))
+
+
+def _point(path: Path, target: str) -> None:
+    """A symbolic link at ``path`` to ``target``, made or replaced at once (never half made)."""
+    if path.is_symlink() and os.readlink(path) == target:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.unlink(missing_ok=True)
+    os.symlink(target, partial)
+    os.replace(partial, path)
 
 
 # Snakemake's records of finished jobs ------------------------------------------------------------

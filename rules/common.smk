@@ -25,6 +25,7 @@ from mathneuro.methods import METHODS, SPECIFIC, TOP_K, made_methods, sources
 from mathneuro.methods import controls as method_controls
 from mathneuro.hub import go_offline
 from mathneuro.study import Study, canonical
+from mathneuro.study.located import located
 
 # Config ------------------------------------------------------------------------------------------
 
@@ -59,6 +60,10 @@ for _check in (
 ):
     if _problems := _check():
         config_error("\n  ".join(_problems))
+# What the study reads from the machine, named by its content (mathneuro.study.located): a copy
+# at another path reruns nothing, a changed byte its readers.
+config.update(located(config, RESULTS, workflow.basedir))
+study = Study(config, RESULTS)
 LM_EVAL_VERSION = version("lm-eval")  # task definitions change with it
 
 # Reruns by content, never by clock (mathneuro.freshness): times that a copy or a touch moved
@@ -255,7 +260,7 @@ def by_content(function):
 
     def inputs(wildcards):
         paths = function(wildcards)
-        outside = set(study.external(flat(paths)))
+        outside = set(study.external(flat(paths))) | set(filter(linked, flat(paths)))
         mark = lambda part: [ancient(p) if p in outside else p for p in part]
         if isinstance(paths, dict):
             return {name: mark(part) for name, part in paths.items()}
@@ -264,11 +269,23 @@ def by_content(function):
     return inputs
 
 
+def linked(path):
+    """Whether ``path`` is a link to a file on the machine, named by its content (its name
+    changes with its content: its time never reruns a job)."""
+    return str(path).startswith(f"{RESULTS}/{freshness.CONTENT}/")
+
+
 def content(*functions):
     """A ``content`` param: the digests of the files outside results/ that ``functions`` name
-    (the workflow's own by their path in it)."""
+    (the workflow's own by their path in it), and of those below a link of fixed name (a user's
+    task folder); a link named by content needs none."""
     return lambda wc: freshness.digests(
-        (p for f in functions for p in study.external(flat(f(wc)))),
+        (
+            p
+            for f in functions
+            for p in flat(f(wc))
+            if study.external([p]) or freshness.named_link(p, RESULTS)
+        ),
         root=workflow.basedir,
     )
 
@@ -309,7 +326,9 @@ def toy_train_files(wildcards):
     ]
 
 
-shipped_toy_folder = lambda wc: [study.models.shipped_toy]
+def shipped_toy_folder(wildcards):
+    """The shipped toy, by content: a checkout at another path reads the same name."""
+    return [freshness.link(study.models.shipped_toy, RESULTS)]
 
 
 def plant_bases():

@@ -28,7 +28,6 @@ rule shipped_toy_model:
         runtime=5,
     params:
         code=code("shipped_toy_model.py"),
-        content=content(shipped_toy_folder),
         tasks=study.data.synthetic_tasks(trained=True),
     script:
         "../workflow_scripts/shipped_toy_model.py"

@@ -72,8 +72,7 @@ HELDOUT = {
     "file with a file of held-out texts": (
         {"source": "json", "path": "a.jsonl", "heldout": {"path": "held/out.jsonl"}, "template": TEMPLATE, "n": 7,
          "seed": 1}, "test",
-        {"source": "json", "path": "a.jsonl", "heldout": {"path": "held/out.jsonl"}, "template": TEMPLATE,
-         "part": "heldout"}),
+        {"source": "json", "path": "held/out.jsonl", "template": TEMPLATE}),  # that file alone
     "file with a held-out share of its records, the held-out split not read": (
         {"source": "csv", "path": "a.csv", "columns": ["q", "a"], "heldout": {"fraction": 0.2, "seed": 3},
          "template": TEMPLATE, "n": 7, "seed": 1, "replace": False}, "train",
@@ -148,7 +147,7 @@ def notes(tmp_path) -> dict:
 
 
 def test_write_bpb_tasks_writes_every_heldout_text_shuffled_under_the_seed(tmp_path, notes):
-    counts = evaluate.write_bpb_tasks({"notes": notes}, tmp_path / "a", seed=7)
+    counts = evaluate.write_bpb_tasks({"notes": evaluate.heldout_spec(notes, "test")}, tmp_path / "a", seed=7)
     assert counts == {"bpb_notes": len(RECORDS)}  # every held-out record, not the spec's n=3
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["bpb_notes.jsonl", "bpb_notes.yaml"]
     texts = read_texts(tmp_path / "a" / "bpb_notes.jsonl")
@@ -158,9 +157,9 @@ def test_write_bpb_tasks_writes_every_heldout_text_shuffled_under_the_seed(tmp_p
     config = yaml.safe_load((tmp_path / "a" / "bpb_notes.yaml").read_text())
     assert config == evaluate.bpb_task_config("bpb_notes", tmp_path / "a" / "bpb_notes.jsonl")
 
-    again = evaluate.write_bpb_tasks({"notes": notes}, tmp_path / "b", seed=7)
+    again = evaluate.write_bpb_tasks({"notes": evaluate.heldout_spec(notes, "test")}, tmp_path / "b", seed=7)
     assert again == counts and read_texts(tmp_path / "b" / "bpb_notes.jsonl") == texts
-    evaluate.write_bpb_tasks({"notes": notes}, tmp_path / "c", seed=8)
+    evaluate.write_bpb_tasks({"notes": evaluate.heldout_spec(notes, "test")}, tmp_path / "c", seed=8)
     other = read_texts(tmp_path / "c" / "bpb_notes.jsonl")
     assert Counter(other) == Counter(texts) and other != texts
 
@@ -181,7 +180,7 @@ def test_a_held_out_share_of_a_file_is_never_drawn_by_the_identification(tmp_pat
     drawn = load_texts({**spec, "n": 2000, "seed": 1})
     assert drawn.ids and not set(drawn.ids) & {str(i) for i in held}
     assert set(drawn.ids) == {str(i) for i in range(len(records)) if i not in held}  # 2000 draws see all
-    counts = evaluate.write_bpb_tasks({"all": spec}, tmp_path / "bpb", seed=0)
+    counts = evaluate.write_bpb_tasks({"all": evaluate.heldout_spec(spec, "test")}, tmp_path / "bpb", seed=0)
     assert counts == {"bpb_all": len(held)}
     assert Counter(read_texts(tmp_path / "bpb" / "bpb_all.jsonl")) == Counter(rendered([records[i] for i in held]))
     first = load_texts({**spec, "n": 10, "seed": 2})
@@ -191,13 +190,14 @@ def test_a_held_out_share_of_a_file_is_never_drawn_by_the_identification(tmp_pat
 def test_write_bpb_tasks_of_several_data_sets_reads_each_ones_heldout_split(tmp_path, notes):
     toy = {"source": "synthetic", "task": "facts", "split": "train", "n_train": 6, "n_test": 4, "data_seed": 2,
            "n": 2}
-    counts = evaluate.write_bpb_tasks({"notes": notes, "toy": toy}, tmp_path)
+    held = {label: evaluate.heldout_spec(spec, "test") for label, spec in {"notes": notes, "toy": toy}.items()}
+    counts = evaluate.write_bpb_tasks(held, tmp_path)
     assert counts == {"bpb_notes": len(RECORDS), "bpb_toy": 4}
     test = synthetic.generate("facts", n_train=6, n_test=4, seed=2)["test"]
     assert Counter(read_texts(tmp_path / "bpb_toy.jsonl")) == Counter(synthetic.training_text("facts", r)
                                                                      for r in test)
     with pytest.raises(ValueError, match="held-out split 'train'"):
-        evaluate.write_bpb_tasks({"toy": toy}, tmp_path / "same", split="train")
+        evaluate.heldout_spec(toy, "train")
 
 
 # --- lm-eval's bits per byte against the definition -------------------------------------------------
@@ -233,7 +233,7 @@ def sharp(tokenizer):
 
 
 def test_lm_evals_bits_per_byte_of_a_written_task_is_the_definitions(tmp_path, notes, sharp, tokenizer):
-    counts = evaluate.write_bpb_tasks({"notes": notes}, tmp_path, seed=1)
+    counts = evaluate.write_bpb_tasks({"notes": evaluate.heldout_spec(notes, "test")}, tmp_path, seed=1)
     texts = read_texts(tmp_path / "bpb_notes.jsonl")
     assert max(len(tokenizer(t)["input_ids"]) for t in texts) < sharp.config.max_position_embeddings - 1
     # lm-eval conditions a text's first token on the tokenizer's BOS (its EOS when there is no BOS)

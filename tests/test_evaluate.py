@@ -209,7 +209,8 @@ def long_context(test_files, tmp_path_factory):
     write_suite(["toy_math"], folder, local_data=toy_local_data(test_files))
     spec = {"source": "json", "path": str(test_files["reading"]), "template": "{question}",
             "heldout": {"path": str(test_files["reading"])}}
-    evaluate.write_bpb_tasks({"reading": {**spec, "path": str(test_files["facts"])}}, folder)
+    evaluate.write_bpb_tasks({"reading": evaluate.heldout_spec({**spec, "path": str(test_files["facts"])}, "test")},
+                             folder)
     return model, tokenizer, folder
 
 

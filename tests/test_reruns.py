@@ -176,6 +176,27 @@ def test_the_study_copied_elsewhere_plans_nothing(study, tmp_path, keep_times):
     assert planned(copy, copy / configfile.name) == []
 
 
+@pytest.mark.parametrize("move", [False, True], ids=["copied", "moved"])
+def test_every_external_input_at_another_path_with_the_same_bytes_plans_nothing(study, tmp_path, move):
+    """The data, models and task files provisioned somewhere else (a cluster's scratch): the
+    config names the new place, the bytes are the same, every job reads them by content."""
+    workdir, configfile, inputs, _ = study
+    copy = tmp_path / "study"
+    shutil.copytree(workdir, copy, symlinks=True)
+    shutil.copytree(copy / "ext", copy / "scratch" / "data", copy_function=shutil.copy)
+    if move:
+        shutil.rmtree(copy / "ext")
+    elsewhere = write_config(copy / "elsewhere.yaml", config("scratch/data"))
+    every = planned(copy, elsewhere, "--forceall")
+    assert not [name for job in every for name in job.inputs if Path(name).is_relative_to("ext")]
+    if not move:  # the user's task YAML names its data by an absolute path into ext/
+        assert planned(copy, elsewhere) == []
+        return
+    (copy / "ext").mkdir()  # where that YAML's data was: the same bytes again
+    shutil.copy(copy / "scratch" / "data" / "toy_reading_test.jsonl", copy / "ext")
+    assert planned(copy, elsewhere) == []
+
+
 def test_a_fresh_copy_of_the_workflow_plans_nothing(study, tmp_path):
     """Every file of the workflow newer than the outputs (a fresh clone): its scripts' times do
     not rerun anything (their code does: profiles/default and the rules' `code` params)."""
@@ -197,6 +218,13 @@ def change_one_byte(path: Path) -> None:
     file.write_bytes(bytes(data))
 
 
+def reads(name: Path, path: Path) -> bool:
+    """Whether a job's input ``name`` (a link named by content, results/content/...) is ``path``,
+    lies in it or holds it."""
+    name, path = Path(os.path.realpath(name)), Path(os.path.realpath(path))
+    return name == path or name.is_relative_to(path) or path.is_relative_to(name)
+
+
 KINDS = ["json data file", "csv data file", "held-out file", "local_data file", "MMLU release folder",
          "local model folder", "GGUF file", "task YAML"]
 
@@ -208,9 +236,7 @@ def test_a_changed_byte_reruns_exactly_the_jobs_that_read_it_and_what_follows(st
     shutil.copytree(workdir, copy, symlinks=True)
     every = planned(copy, copy / configfile.name, "--forceall")
     path = inputs[kind].relative_to(workdir)
-    readers = {job for job in every
-               if any(Path(name) == path or path.is_relative_to(Path(name)) or Path(name).is_relative_to(path)
-                      for name in job.inputs)}
+    readers = {job for job in every if any(reads(copy / name, copy / path) for name in job.inputs)}
     assert readers, f"no job reads {path}"
     change_one_byte(copy / path)
     got = planned(copy, copy / configfile.name)

@@ -8,7 +8,7 @@ with log_to(snakemake.log[0]) as log:
     tasks, lm_eval, out = snakemake.params.tasks, snakemake.params.lm_eval, snakemake.output[0]
     bpb = snakemake.params.bpb
     if bpb:
-        counts = write_bpb_tasks(bpb["specs"], out, split=bpb["split"], local_data=bpb["local_data"])
+        counts = write_bpb_tasks(bpb["specs"], out, local_data=bpb["local_data"])
         for name, count in counts.items():
             log.info("%s: bits per byte of %d held-out texts", name, count)
     others = [task for task in tasks if not is_bpb_task(task)]

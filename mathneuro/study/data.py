@@ -80,8 +80,12 @@ class Data:
         return self.spec_files(self.specs[dataset])
 
     def spec(self, dataset: str, n: int, seed: int) -> dict[str, Any]:
-        """The spec a collection of ``n`` texts under ``seed`` reads (param of its job)."""
-        return canonical({**self.specs[dataset], "n": int(n), "seed": int(seed)})
+        """The spec a collection of ``n`` texts under ``seed`` reads (param of its job): held-out
+        texts in a file of their own are not among what it reads, nor in it."""
+        spec = dict(self.specs[dataset])
+        if "path" in (spec.get("heldout") or {}):
+            del spec["heldout"]
+        return canonical({**spec, "n": int(n), "seed": int(seed)})
 
     def local_data_of(self, dataset: str) -> dict[str, Any]:
         """The local_data entry a data set is read from (param: changing it reruns the collection)."""

@@ -76,14 +76,17 @@ class Suites:
                 for f in self.data.spec_files(heldout_spec(self.data.specs[dataset], split))]
 
     def bpb_params(self, suite: str) -> dict[str, Any]:
-        """What the suite's bpb tasks are made from: their data sets' specs and the held-out split."""
+        """What the suite's bpb tasks are made from: the specs of their data sets' held-out texts
+        (mathneuro.evaluate.heldout_spec: what the job reads, not the identification's file)."""
         from mathneuro.configs import bpb_datasets
+        from mathneuro.evaluate import heldout_spec
 
         datasets = bpb_datasets(self.tasks(suite))
         if not datasets:
             return {}
-        return {"specs": {d: canonical(self.data.specs[d]) for d in datasets},
-                "split": self.evaluation["heldout_split"], "local_data": self.data.local_data}
+        split = self.evaluation["heldout_split"]
+        return {"specs": {d: canonical(heldout_spec(self.data.specs[d], split)) for d in datasets},
+                "local_data": self.data.local_data}
 
     # lm-eval's and the project's tasks -----------------------------------------------------------
 
