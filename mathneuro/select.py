@@ -5,7 +5,8 @@ Scopes:
 
 * ``"matrix"`` (the paper's): in each weight matrix, the ``int(numel * fraction)`` largest scores
   (each expert's matrix of a fused expert weight is a matrix of its own).
-* ``"row"`` (Wanda's): in each output row, the ``int(in_features * fraction)`` largest scores.
+* ``"row"`` (Wanda's): in each output row, the ``int(in_features * fraction)`` largest scores
+  (a depthwise convolution's row is one channel's taps: ``int(kernel * fraction)`` of them).
 * ``"global"``: the ``int(total * fraction)`` largest scores over all target matrices.
 
 Ties are broken deterministically: among equal scores at the threshold, lower flat indices (and,
@@ -49,10 +50,10 @@ def _scores(targets: Sequence[Target], stats: ActivationStats) -> Iterator[tuple
         return
     for t in targets:
         weight, stat = t.weight, stats.stats[t.name]
-        in_features = weight.shape[0] if t.transposed else weight.shape[1]
+        in_features = weight.shape[0] if t.inputs_first else weight.shape[1]
         if stat.shape != (in_features,):
             raise ValueError(f"statistics for {t.name!r} have shape {tuple(stat.shape)}, layer has {in_features} inputs")
-        yield t, importance(weight, stat, transposed=t.transposed)
+        yield t, importance(weight, stat, transposed=t.inputs_first)
 
 
 def top_k_flat(scores: torch.Tensor, k: int) -> torch.Tensor:
@@ -105,9 +106,9 @@ def _matrix_scope(targets, stats, fraction) -> dict[str, torch.Tensor]:
 
 def _row_scope(targets, stats, fraction) -> dict[str, torch.Tensor]:
     def rows_of(t, s):
-        rows = s.T if t.transposed else s  # (out, in): one row per output unit
-        chosen = _top_k_rows(rows, int(t.in_features * fraction))
-        return chosen.T if t.transposed else chosen
+        rows = s.T if t.transposed else s.reshape(s.shape[0], -1)  # one row per output unit: (out, in), (channels, kernel)
+        chosen = _top_k_rows(rows, int(rows.shape[1] * fraction))
+        return chosen.T if t.transposed else chosen.view(s.shape)
 
     return _assemble((t, rows_of(t, s)) for t, s in _scores(targets, stats))
 

@@ -1,7 +1,7 @@
 """Which weight matrices MathNeuro scores: every matrix inside the decoder blocks.
 
 A *target* is one weight matrix, the paper's TopK unit, whose name places it inside a numbered
-decoder block (``model.layers.3.mlp.up_proj``, ``transformer.h.0.attn.c_attn``). Three kinds:
+decoder block (``model.layers.3.mlp.up_proj``, ``transformer.h.0.attn.c_attn``). Four kinds:
 
 * the weight of an ``nn.Linear`` or a transformers ``Conv1D`` (GPT-2 style, stored as
   ``(in_features, out_features)``): its input is read by a forward pre-hook;
@@ -9,11 +9,17 @@ decoder block (``model.layers.3.mlp.up_proj``, ``transformer.h.0.attn.c_attn``).
   transformers 5's mixture-of-experts blocks, ``mlp.gate.weight``);
 * one expert's slice of a fused expert weight (transformers 5: ``mlp.experts.gate_up_proj`` of
   shape ``(experts, 2·inter, hidden)``; DBRX: ``(experts·ffn, hidden)``): each expert's matrix
-  is a target of its own, named ``<parameter>[<expert>]``.
+  is a target of its own, named ``<parameter>[<expert>]``;
+* the weight of a depthwise ``nn.Conv1d`` (``groups == channels``, shape ``(channels, 1, kernel)``:
+  the short convolution of state-space and linear-attention mixers, Mamba's ``mixer.conv1d``).
+  Channel c reads only input channel c, so its input features are the channels: S[c, 0, t] =
+  |W[c, 0, t]| · stat[c], every tap of a channel sharing the channel's statistic (each tap reads
+  the same channel shifted in time; the causal padding adds zeros, nothing to a norm).
 
-The last two are *functional*: ``collect`` observes their inputs in the ``F.linear`` and matmul
-calls that read them. Experts (fused, or per-expert ``nn.Linear`` modules as in transformers 4)
-are *routed*: they see only the tokens routed to them.
+The last three are *functional*: ``collect`` observes their inputs in the ``F.linear``, matmul and
+``F.conv1d`` calls that read them (transformers' state-space mixers call their convolution
+through ``causal_conv1d_fn``, never the module). Experts (fused, or per-expert ``nn.Linear``
+modules as in transformers 4) are *routed*: they see only the tokens routed to them.
 
 Embeddings and ``lm_head`` are excluded by default. Name patterns (regular expressions,
 ``re.search``) select more or fewer. ``untied_lm_head=True`` adds the LM head when it is a matrix
@@ -22,6 +28,11 @@ embeddings (Llama 3.2 1B, Gemma 2) is never scored. A weight shared by several m
 once, under its first name. No weight is left out silently: every matrix (2 or more dimensions,
 biases aside) inside a block that is not a target is either matched by an exclude pattern or
 outside the include patterns, or ``find_targets`` fails naming it (``unscored``).
+
+Left out by rule, as biases are: the state-space parameters of a mixer that holds a depthwise
+convolution (``STATE_SPACE``: Mamba's ``A_log`` of shape (channels, state), ``D``, ``dt_bias``).
+They are per-channel decays, skips and offsets applied elementwise in the recurrence, not maps
+from input features, so the method's |W|·‖X‖ has no X for them (Mamba 2's are vectors anyway).
 """
 
 from __future__ import annotations
@@ -41,6 +52,8 @@ _EXPERTS_OWNER = re.compile(r"experts?$|ExpertGLU$", re.IGNORECASE)
 # Fused expert weights whose stored layout is (in, out) per expert although their owner does not
 # say so (transformers 5 experts classes carry ``is_transposed``): DBRX's down projection.
 _KNOWN_TRANSPOSED = {("DbrxExpertGLU", "w2")}
+# The state-space parameters of a mixer with a depthwise convolution (module docstring): never targets.
+STATE_SPACE = frozenset({"A_log", "D", "dt_bias"})
 
 
 @dataclass(frozen=True)
@@ -53,7 +66,9 @@ class Target:
     parameter's attribute on ``module``. ``expert``/``experts``: this target is slice ``expert``
     of a fused weight holding ``experts`` matrices (the parameter viewed as
     ``(experts, -1, last dim)``). ``functional``: its input is observed in torch function calls,
-    not by a module hook; ``routed``: it sees only the tokens routed to it.
+    not by a module hook; ``routed``: it sees only the tokens routed to it. ``depthwise``: the
+    weight of a depthwise convolution, ``(channels, 1, kernel)``, whose input features are its
+    channels (axis 0).
     """
 
     name: str
@@ -65,6 +80,7 @@ class Target:
     experts: int | None = None
     functional: bool = False
     routed: bool = False
+    depthwise: bool = False
 
     @property
     def parameter(self) -> torch.Tensor:
@@ -79,15 +95,21 @@ class Target:
 
     @property
     def in_features(self) -> int:
-        return self.weight.shape[0] if self.transposed else self.weight.shape[1]
+        return self.weight.shape[0] if self.inputs_first else self.weight.shape[1]
+
+    @property
+    def inputs_first(self) -> bool:
+        """Whether the weight's first axis indexes the input features (else its last)."""
+        return self.transposed or self.depthwise
 
     def importance(self, stat: torch.Tensor) -> torch.Tensor:
-        return importance(self.weight, stat, transposed=self.transposed)
+        return importance(self.weight, stat, transposed=self.inputs_first)
 
     def layout(self) -> dict:
         """What ``stored_targets`` needs to rebuild this target from a checkpoint."""
         return {"param": self.param_name, "transposed": self.transposed, "expert": self.expert,
-                "experts": self.experts, "functional": self.functional, "routed": self.routed}
+                "experts": self.experts, "functional": self.functional, "routed": self.routed,
+                "depthwise": self.depthwise}
 
 
 def expert_view(param: torch.Tensor, experts: int) -> torch.Tensor:
@@ -96,10 +118,13 @@ def expert_view(param: torch.Tensor, experts: int) -> torch.Tensor:
 
 
 def importance(weight: torch.Tensor, stat: torch.Tensor, *, transposed: bool = False) -> torch.Tensor:
-    """S = |W| * stat, stat broadcast over the output dimension; float32, W's shape."""
-    scores = weight.detach().to(torch.float32, copy=True).abs_()  # (out, in); (in, out) if transposed
+    """S = |W| * stat, stat broadcast over every axis but the inputs'; float32, W's shape.
+
+    The inputs index W's last axis, or with ``transposed`` its first (a ``Conv1D``'s (in, out); a
+    depthwise convolution's (channels, 1, kernel), every tap of a channel sharing its stat)."""
+    scores = weight.detach().to(torch.float32, copy=True).abs_()  # (out, in); transposed: (in, out), (in, 1, kernel)
     stat = stat.to(device=scores.device, dtype=torch.float32)  # (in,)
-    return scores.mul_(stat[:, None] if transposed else stat[None, :])
+    return scores.mul_(stat.view(-1, *[1] * (scores.ndim - 1)) if transposed else stat)
 
 
 def is_conv1d(module: nn.Module) -> bool:
@@ -110,6 +135,18 @@ def is_conv1d(module: nn.Module) -> bool:
 
 def is_linear(module: nn.Module) -> bool:
     return isinstance(module, nn.Linear) or is_conv1d(module)
+
+
+def is_depthwise(module: nn.Module) -> bool:
+    """A depthwise ``nn.Conv1d``: each channel convolves itself alone (``groups == channels``),
+    padded with zeros (other padding modes read positions that are no token)."""
+    return (isinstance(module, nn.Conv1d) and module.groups == module.in_channels == module.out_channels
+            and module.padding_mode == "zeros")
+
+
+def _is_state_space(owner: nn.Module, attr: str) -> bool:
+    """A state-space parameter (``STATE_SPACE``) of a mixer holding a depthwise convolution."""
+    return attr in STATE_SPACE and any(is_depthwise(child) for child in owner.children())
 
 
 def _matches(name: str, patterns: Sequence[re.Pattern]) -> bool:
@@ -128,7 +165,10 @@ def _number_of_experts(owner: nn.Module, param: torch.Tensor) -> int:
 def _functional_targets(owner_name: str, owner: nn.Module, attr: str, param_name: str,
                         param: torch.Tensor) -> list[Target] | None:
     """The targets a non-linear module's parameter holds, or None if it is no matrix MathNeuro
-    knows how to read (an embedding, a convolution, a state-space parameter...)."""
+    knows how to read (an embedding, a convolution other than a depthwise one...)."""
+    if is_depthwise(owner) and attr == "weight":
+        return [Target(name=owner_name, param_name=param_name, module=owner, transposed=False, functional=True,
+                       depthwise=True)]
     if isinstance(owner, (nn.Embedding, nn.EmbeddingBag)) or isinstance(owner, nn.modules.conv._ConvNd):
         return None
     if _EXPERTS_OWNER.search(type(owner).__name__) or _EXPERTS_OWNER.search(owner_name):
@@ -145,12 +185,14 @@ def _functional_targets(owner_name: str, owner: nn.Module, attr: str, param_name
 
 
 def _block_matrices(model: nn.Module) -> dict[int, tuple[str, nn.Module, str, str]]:
-    """Every matrix inside a numbered block, biases aside: id -> (owner name, owner, attr, param name)."""
+    """Every matrix inside a numbered block, biases and state-space parameters aside:
+    id -> (owner name, owner, attr, param name)."""
     found = {}
     for owner_name, owner in model.named_modules():
         for attr, param in owner.named_parameters(recurse=False):
             name = f"{owner_name}.{attr}" if owner_name else attr
-            if param.ndim >= 2 and not attr.endswith("bias") and _IN_BLOCK.search(f".{name}.") and id(param) not in found:
+            if (param.ndim >= 2 and not attr.endswith("bias") and not _is_state_space(owner, attr)
+                    and _IN_BLOCK.search(f".{name}.") and id(param) not in found):
                 found[id(param)] = (owner_name, owner, attr, name)
     return found
 
@@ -163,8 +205,8 @@ def find_targets(
     untied_lm_head: bool = False,
 ) -> list[Target]:
     """Every weight matrix of ``model`` whose name matches an ``include`` and no ``exclude``
-    pattern (linear maps, routers, each expert of a fused expert weight), and its LM head if
-    ``untied_lm_head`` and the head is not tied to the input embeddings.
+    pattern (linear maps, routers, each expert of a fused expert weight, depthwise convolutions),
+    and its LM head if ``untied_lm_head`` and the head is not tied to the input embeddings.
 
     ``None`` means the defaults (``DEFAULT_INCLUDE``, ``DEFAULT_EXCLUDE``). Raises ValueError
     when nothing matches, and when a block holds a matrix MathNeuro cannot read that no pattern
@@ -216,8 +258,9 @@ def find_targets(
 
 
 def unscored(model: nn.Module, targets: Sequence[Target]) -> dict[str, list[int]]:
-    """Every matrix inside a decoder block (2 or more dimensions, biases aside) that no target
-    scores, by parameter name, with its shape: what the patterns leave out on purpose."""
+    """Every matrix inside a decoder block (2 or more dimensions, biases and state-space
+    parameters aside) that no target scores, by parameter name, with its shape: what the patterns
+    leave out on purpose."""
     scored = {t.param_name for t in targets}
     return {name: list(getattr(owner, attr).shape) for owner_name, owner, attr, name in _block_matrices(model).values()
             if name not in scored}
@@ -260,5 +303,6 @@ def stored_targets(layout: Mapping[str, Mapping], read: Callable[[str], torch.Te
 
     return [Target(name=name, param_name=info["param"], module=_StoredWeight(read_last, info["param"]),
                    transposed=bool(info["transposed"]), expert=info.get("expert"), experts=info.get("experts"),
-                   functional=bool(info.get("functional", False)), routed=bool(info.get("routed", False)))
+                   functional=bool(info.get("functional", False)), routed=bool(info.get("routed", False)),
+                   depthwise=bool(info.get("depthwise", False)))
             for name, info in layout.items()]
