@@ -14,9 +14,19 @@ latent attention's (batch, 1, pos, d_in)); it is mapped back onto the batch's to
 targets (experts) see only the tokens routed to them, as rows without their positions: a model
 with experts is collected one sample per forward pass, so that every row an expert sees belongs
 to that sample (and none is padding), and an expert's Σ x² over the pass is its per-sample
-statistic. Functional targets (routers stored as parameters, fused expert weights) are observed
-in the ``F.linear``/matmul calls that read them (``_FunctionalInputs``), with the experts run by
-transformers' eager (per-expert) implementation.
+statistic. Functional targets (routers stored as parameters, fused expert weights, depthwise
+convolutions) are observed in the ``F.linear``/matmul/``F.conv1d`` calls that read them
+(``_FunctionalInputs``), with the experts run by transformers' eager (per-expert) implementation.
+A convolution's input (batch, channels, pos) is its channels' sequences: channel c's statistic
+is that of input feature c. A linear module that the model never calls (Mamba's ``dt_proj``,
+whose weight the mixer multiplies directly: ``dt_proj.weight @ x``) is found by one forward pass
+of the first text before the collection and observed the same way. A weight read where no torch
+call shows it (a fused CUDA kernel, such as the causal-conv1d or mamba-ssm packages') stops the
+collection after its first pass, naming it.
+
+A matrix read several times in one pass (a block shared by several layers, Zamba 2's
+``shared_transformer``) has one input per sample: its reads' tokens together, Σ over the pass's
+reads of Σ x², square-rooted once per sample.
 
 With ``lape=True`` the same pass also counts, per MLP neuron, the tokens on which the activation
 function's output is > 0 (Tang et al. 2024), for ``lape.lape_mask``.
@@ -29,7 +39,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -39,7 +49,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from mathneuro import provenance
-from mathneuro.targets import Target, expert_view, find_targets, unscored, untied_head
+from mathneuro.targets import Target, expert_view, find_targets, is_linear, unscored, untied_head
 
 STATISTICS = ("norm", "wanda")
 # Activation-function modules inside an MLP block (Llama/Gemma act_fn, GPT-2 act, Phi activation_fn).
@@ -120,7 +130,7 @@ class _Accumulator:
         self.sums = {t.name: torch.zeros(t.in_features, dtype=torch.float32, device=device_of(t)) for t in targets}
         self.lape_counts: dict[str, torch.Tensor] = {}
         self._last: tuple[torch.Tensor, torch.Tensor] | None = None  # (input, its reduction)
-        self._pending: dict[str, torch.Tensor] = {}  # routed targets: this sample's Σ x², (d_in,)
+        self._pending: dict[str, torch.Tensor] = {}  # this pass's Σ x² per sample, (samples, d_in)
 
     def _aligned(self, x: torch.Tensor) -> torch.Tensor:
         """``x`` as (batch, pos, d_in), from (batch, pos, d_in), (batch·pos, d_in) or (batch, 1.., pos, d_in)."""
@@ -149,13 +159,14 @@ class _Accumulator:
             self.sums[name] += sumsq.sum(0)
 
     def add(self, target: Target, x: torch.Tensor) -> None:
-        """One input ``x`` (..., d_in) of ``target`` in the current batch."""
+        """One input ``x`` (..., d_in) of ``target`` in the current batch; a target's inputs of one
+        pass are summed per sample until ``end_batch`` (module docstring)."""
         if not target.routed:
-            self._add(target.name, self._per_sample_sumsq(x))
-            return
-        if self.token_mask.shape[0] != 1:
+            sumsq = self._per_sample_sumsq(x)  # (batch, d_in)
+        elif self.token_mask.shape[0] != 1:
             raise RuntimeError(f"routed target {target.name} collected with {self.token_mask.shape[0]} samples per pass")
-        sumsq = x.detach().reshape(-1, x.shape[-1]).float().square().sum(0)  # every row: this sample's tokens
+        else:
+            sumsq = x.detach().reshape(-1, x.shape[-1]).float().square().sum(0)[None]  # (1, d_in): this sample's rows
         self._pending[target.name] = self._pending[target.name] + sumsq if target.name in self._pending else sumsq
 
     def input_hook(self, target: Target) -> Callable:
@@ -175,24 +186,27 @@ class _Accumulator:
         return hook
 
     def end_batch(self) -> None:
-        for name, sumsq in self._pending.items():  # an expert's sample: all its calls of the pass
-            self._add(name, sumsq[None])
+        for name, sumsq in self._pending.items():  # each sample: all its reads of the pass
+            self._add(name, sumsq)
         self._pending.clear()
         self._last = None
 
 
 _LINEAR = {F.linear}
 _MATMUL = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.mm, torch.Tensor.mm}
+_CONV = {F.conv1d}
 _COPIES = {torch.Tensor.to, torch.Tensor.type, torch.Tensor.float, torch.Tensor.bfloat16, torch.Tensor.half,
            torch.Tensor.contiguous}
 
 
 class _FunctionalInputs(TorchFunctionMode):
-    """Feeds ``add(target, x)`` the input of every ``F.linear(x, w)`` / ``x @ w`` whose ``w`` is a
-    functional target's matrix: the parameter itself, an expert's slice of it, either transposed,
-    or a dtype copy of the parameter. Which expert: the slice's offset in the parameter's storage.
-    The way a call reads ``w`` must agree with the target's layout (else RuntimeError: the
-    statistic would index the wrong axis). ``observed`` collects the parameters seen."""
+    """Feeds ``add(target, x)`` the input of every ``F.linear(x, w)`` / ``x @ w`` / ``w @ y`` (x =
+    yᵀ) whose ``w`` is a functional target's matrix: the parameter itself, an expert's slice of
+    it, either transposed, or a dtype copy of the parameter; and of every ``F.conv1d(x, w)``
+    whose ``w`` is a depthwise target's weight (x: (batch, channels, pos), fed as (batch, pos,
+    channels)). Which expert: the slice's offset in the parameter's storage. The way a call reads
+    ``w`` must agree with the target's layout (else RuntimeError: the statistic would index the
+    wrong axis). ``observed`` collects the parameters seen."""
 
     def __init__(self, targets: Sequence[Target], add: Callable[[Target, torch.Tensor], None]):
         super().__init__()
@@ -209,18 +223,24 @@ class _FunctionalInputs(TorchFunctionMode):
             self._storages[param.untyped_storage().data_ptr()] = (name, param)
         self.observed: set[str] = set()
 
-    def _target(self, w: torch.Tensor, reads_columns: bool) -> Target | None:
-        """The target whose matrix ``w`` is, or None. ``reads_columns``: the call contracts ``x``
-        with ``w``'s columns (F.linear) rather than its rows (matmul)."""
-        if not isinstance(w, torch.Tensor) or w.ndim != 2:
+    def _found(self, w: torch.Tensor) -> tuple[str, torch.Tensor] | None:
+        """(parameter name, the parameter or this pass's copy of it) whose storage ``w`` views, or None."""
+        if not isinstance(w, torch.Tensor):
             return None
         pointer = w.untyped_storage().data_ptr()
-        found = self._storages.get(pointer) or self._copies.get(pointer)
+        return self._storages.get(pointer) or self._copies.get(pointer)
+
+    def _target(self, w: torch.Tensor, reads_columns: bool) -> Target | None:
+        """The target whose matrix ``w`` is, or None. ``reads_columns``: the call contracts ``x``
+        with ``w``'s columns (F.linear, ``w @ y``) rather than its rows (``x @ w``)."""
+        found = self._found(w) if isinstance(w, torch.Tensor) and w.ndim == 2 else None
         if found is None:
             return None
         name, param = found
         group = self._groups[name]
         first = group[0]
+        if first.depthwise:
+            raise RuntimeError(f"{name} is read as a matrix, not as a depthwise convolution's weight")
         rows, columns = (param.shape[0], param.shape[1]) if first.expert is None else expert_view(param, first.experts).shape[1:]
         if tuple(w.shape) == (rows, columns) and w.stride() == (columns, 1):
             transposed = not reads_columns  # as stored
@@ -236,15 +256,45 @@ class _FunctionalInputs(TorchFunctionMode):
         self.observed.add(name)
         return target
 
+    def _conv_target(self, w: torch.Tensor, groups: int) -> Target | None:
+        """The depthwise target whose weight ``w`` (channels, 1, kernel) is, or None; RuntimeError
+        if the call reads it otherwise than one channel per group (its inputs would not be its channels)."""
+        found = self._found(w)
+        if found is None or not self._groups[found[0]][0].depthwise:
+            return None
+        name, param = found
+        if (tuple(w.shape), w.stride(), w.storage_offset(), groups) != (
+                tuple(param.shape), param.stride(), param.storage_offset(), param.shape[0]):
+            raise RuntimeError(f"{name} is read as a convolution weight of shape {tuple(w.shape)} in {groups} groups, "
+                               f"not as its own {tuple(param.shape)} in {param.shape[0]}: its inputs are not its channels")
+        self.observed.add(name)
+        return self._groups[name][0]
+
+    def _observe(self, func, args: tuple, kwargs: dict) -> None:
+        """Feed the input of a linear, matmul or conv1d call that reads a target's weight."""
+        if func in _LINEAR:
+            x = args[0] if args else kwargs.get("input")
+            target = self._target(args[1] if len(args) > 1 else kwargs.get("weight"), reads_columns=True)
+        elif func in _MATMUL:
+            x = args[0] if args else kwargs.get("input")
+            y = args[1] if len(args) > 1 else kwargs.get("other")
+            target = self._target(y, reads_columns=False)  # x @ w
+            if target is None and isinstance(y, torch.Tensor) and y.ndim >= 2:
+                target = self._target(x, reads_columns=True)  # w @ y: y's rows are w's inputs
+                x = y.transpose(-1, -2)  # (..., pos, in)
+        else:  # F.conv1d(input, weight, bias, stride, padding, dilation, groups)
+            x = args[0] if args else kwargs.get("input")
+            w = args[1] if len(args) > 1 else kwargs.get("weight")
+            target = self._conv_target(w, args[6] if len(args) > 6 else kwargs.get("groups", 1))
+            x = x.transpose(-1, -2) if target is not None else x  # (batch, channels, pos) -> (batch, pos, channels)
+        if target is not None:
+            self._add(target, x)
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if func in _LINEAR or func in _MATMUL:
-            x = args[0] if args else kwargs.get("input")
-            w = args[1] if len(args) > 1 else kwargs.get("weight", kwargs.get("other"))
-            target = self._target(w, reads_columns=func in _LINEAR)
-            if target is not None:
-                self._add(target, x)
+        if func in _LINEAR or func in _MATMUL or func in _CONV:
+            self._observe(func, args, kwargs)
         elif func in _COPIES and args and isinstance(out, torch.Tensor) and out is not args[0]:
             source = self._storages.get(args[0].untyped_storage().data_ptr()) if isinstance(args[0], torch.Tensor) else None
             if source is not None and source[1] is args[0]:  # a dtype/device copy of the whole parameter
@@ -357,25 +407,25 @@ def collect_prefix_statistics(
     _check_inputs(texts, batch_size, max_length, statistic)
     sizes = _check_sizes(sizes, len(texts))
     targets = list(targets) if targets is not None else find_targets(model)
-    acc = _Accumulator(targets, statistic, device_of=lambda t: t.weight.device)
-    # The decoder runs without the LM head (its logits are never used): an untied head among the
-    # targets reads the decoder's last hidden state, fed to its accumulator after each batch.
-    head = next((t for t in targets if t.module is untied_head(model)), None)
-    hooks = [(t.module, "pre", acc.input_hook(t)) for t in targets if t is not head and not t.functional]
-    functional = [t for t in targets if t.functional]
-    if any(t.routed for t in targets):
-        batch_size = 1  # an expert's rows carry no sample: one sample per pass (module docstring)
-    if lape:
-        activations = mlp_activations(model)
-        if not activations:
-            raise ValueError(f"lape=True but {type(model).__name__} has no MLP activation module")
-        hooks += [(m, "post", acc.activation_hook(n)) for n, m in activations.items()]
-
+    activations = mlp_activations(model) if lape else {}
+    if lape and not activations:
+        raise ValueError(f"lape=True but {type(model).__name__} has no MLP activation module")
     ids, truncated = _tokenize(tokenizer, texts[: sizes[-1]], max_length)
     # Any id pads: padded positions are masked out. Prefer the pad token, then eos, then 0.
     pad_id = next((i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id) if i is not None), 0)
     body = getattr(model, "base_model", model)  # the decoder without the LM head: logits unused
     embed_device = model.get_input_embeddings().weight.device
+    # The decoder runs without the LM head (its logits are never used): an untied head among the
+    # targets reads the decoder's last hidden state, fed to its accumulator after each batch.
+    head = next((t for t in targets if t.module is untied_head(model)), None)
+    targets = _uncalled_made_functional(model, body, targets, head, torch.tensor([ids[0]], device=embed_device))
+    acc = _Accumulator(targets, statistic, device_of=lambda t: t.weight.device)
+    hooks = [(m, "pre", acc.input_hook(t)) for m, t in _readers(model, targets, head)]
+    functional = [t for t in targets if t.functional]
+    if any(t.routed for t in targets):
+        batch_size = 1  # an expert's rows carry no sample: one sample per pass (module docstring)
+    hooks += [(m, "post", acc.activation_hook(n)) for n, m in activations.items()]
+
     observer = _FunctionalInputs(functional, acc.add) if functional else None
     results, n_tokens, done = {}, 0, 0
     with ExitStack() as scope:
@@ -394,16 +444,52 @@ def collect_prefix_statistics(
                 acc.end_batch()
                 if observer is not None:
                     observer.end_pass()
+                    if done == 0:  # a weight no call showed in the first pass: fail now, not after all of them
+                        _check_observed(observer, functional, routed=False)
                 n_tokens += int(attention.sum())
                 done += len(input_ids)
                 if progress is not None:
                     progress(done, len(ids))
             results[stop] = _snapshot(acc, model, targets, stop, n_tokens, sum(truncated[:stop]), max_length)
     if observer is not None:
-        missed = sorted({t.param_name for t in functional} - observer.observed)
-        if missed:
-            raise RuntimeError(f"no linear map read {missed[:3]} during collection: mathneuro cannot see their inputs")
+        _check_observed(observer, functional, routed=True)
     return results
+
+
+def _uncalled_made_functional(model: nn.Module, body: nn.Module, targets: list[Target], head: Target | None,
+                              input_ids: torch.Tensor) -> list[Target]:
+    """``targets``, with each hooked one whose module a forward pass of ``input_ids`` (1, pos)
+    never calls made functional: the model reads its weight directly (Mamba's ``dt_proj.weight @
+    x``), where only ``_FunctionalInputs`` sees its input. Routed targets may not be called for
+    every sample and stay as they are; the LM head is fed by hand."""
+    hooked = [(m, t) for m, t in _readers(model, targets, head) if not t.routed]
+    if not hooked:
+        return targets
+    called: set[str] = set()
+    hooks = [(m, "pre", lambda module, args, name=t.name: called.add(name)) for m, t in hooked]
+    with scoped_hooks(hooks), torch.inference_mode(), eager_experts(model):
+        body(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), use_cache=False)
+    uncalled = {t.name for _, t in hooked} - called
+    return [replace(t, functional=True) if t.name in uncalled else t for t in targets]
+
+
+def _readers(model: nn.Module, targets: Sequence[Target], head: Target | None) -> list[tuple[nn.Module, Target]]:
+    """(module, target) for every module whose ``weight`` is a hooked target's (neither functional
+    nor the LM head): a weight tied to several modules (Zamba 2's shared block, one module per
+    hybrid layer) is read by each of them, and is scored once, under its first name."""
+    hooked = {id(t.parameter): t for t in targets if t is not head and not t.functional}
+    return [(m, hooked[id(m.weight)]) for m in model.modules() if is_linear(m) and id(m.weight) in hooked]
+
+
+def _check_observed(observer: _FunctionalInputs, functional: Sequence[Target], *, routed: bool) -> None:
+    """RuntimeError naming the functional targets (the routed ones only if ``routed``: an expert
+    may see no token of a pass) whose weight no observed call has read."""
+    missed = sorted({t.param_name for t in functional if routed or not t.routed} - observer.observed)
+    if missed:
+        raise RuntimeError(
+            f"no linear map or convolution call read {missed[:3]} during collection: mathneuro cannot see their "
+            "inputs. A fused kernel (the causal-conv1d or mamba-ssm packages', a hub kernel) reads them outside "
+            "torch's calls; collect where transformers runs its PyTorch implementation (without those packages)")
 
 
 def mlp_activations(model: nn.Module) -> dict[str, nn.Module]:
