@@ -2,9 +2,11 @@
 of the installed transformers, checked the same way (#20):
 
 * every matrix inside the decoder blocks is a target (computed from the model's parameters),
-  each expert of a fused expert weight a TopK unit of its own;
+  each expert of a fused expert weight a TopK unit of its own, each depthwise convolution of a
+  state-space or linear-attention mixer one too;
 * the statistics equal a reference written from the definition, one sample at a time;
-* pruning zeroes exactly the mask, and an edit's restore gives back the exact weights.
+* pruning zeroes exactly the mask, scaling multiplies exactly it, the mask survives disk, and an
+  edit's restore gives back the exact weights.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import re
 
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import TEXTS, char_tokenizer
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 import mathneuro
 from mathneuro.collect import eager_experts
-from mathneuro.targets import Target, expert_view, find_targets, unscored
+from mathneuro.targets import Target, expert_view, find_targets, stored_targets, unscored
 
 SIZES = dict(
     vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -50,8 +54,33 @@ ARCHITECTURES = {
     "dbrx": ("MoE, experts stacked 2-D", {"attn_config": {"kv_n_heads": 2, "rope_theta": 10000.0, "clip_qkv": 8.0}}),
     "deepseek_v2": ("MoE, multi-head latent attention", {}),
     "deepseek_v3": ("MoE, multi-head latent attention", {"head_dim": 8}),
+    # state-space and hybrid: a depthwise conv1d in every mixer, read by F.conv1d, never by the module
+    "mamba": ("state space", {"state_size": 8, "time_step_rank": 8}),  # dt_proj.weight @ x: no module call
+    "falcon_mamba": ("state space", {"state_size": 8, "time_step_rank": 8}),
+    "mamba2": ("state space", {"num_heads": 8, "head_dim": 16, "state_size": 16, "n_groups": 1, "chunk_size": 8}),
+    "falcon_h1": ("hybrid: Mamba 2 beside attention", {"mamba_d_ssm": 128, "mamba_n_heads": 8, "mamba_d_head": 16,
+                                                       "mamba_d_state": 16, "mamba_chunk_size": 8}),
+    "bamba": ("hybrid: Mamba 2 and attention", {"attn_layer_indices": [1], "mamba_n_heads": 8, "mamba_d_head": 16,
+                                                "mamba_d_state": 16, "mamba_chunk_size": 8}),
+    "zamba2": ("hybrid: Mamba 2 and one attention block shared by the layers",  # tied, as its checkpoints are
+               {"layers_block_type": ["hybrid", "hybrid"], "hybrid_layer_ids": [0, 1], "mamba_d_state": 16,
+                "n_mamba_heads": 8, "chunk_size": 8, "adapter_rank": 8, "tie_word_embeddings": True}),
+    "lfm2": ("hybrid: short convolutions and attention", {"layer_types": ["conv", "full_attention"]}),
+    "jamba": ("MoE, hybrid: Mamba and attention", {"attn_layer_period": 2, "attn_layer_offset": 1, "mamba_d_state": 8,
+                                                   "expert_layer_period": 2, "expert_layer_offset": 1, "mamba_dt_rank": 8}),
+    "granitemoehybrid": ("MoE, hybrid: Mamba 2 and attention", {"layer_types": ["mamba", "attention"], "mamba_n_heads": 8,
+                                                                "mamba_d_head": 16, "mamba_d_state": 16,
+                                                                "mamba_chunk_size": 8, "shared_intermediate_size": 48}),
+    "nemotron_h": ("MoE, hybrid: Mamba 2, attention and MLP",
+                   {"layers_block_type": ["mamba", "moe", "attention", "mlp"], "num_hidden_layers": 4,
+                    "mamba_num_heads": 8, "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 1, "chunk_size": 8,
+                    "moe_shared_expert_intermediate_size": 48}),
+    "qwen3_next": ("MoE, hybrid: gated DeltaNet and attention",
+                   {"layer_types": ["linear_attention", "full_attention"], "linear_key_head_dim": 16,
+                    "linear_value_head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4}),
 }
 MOE = {t for t, (kind, _) in ARCHITECTURES.items() if kind.startswith("MoE")}
+STATE_SPACE = {t for t, (kind, _) in ARCHITECTURES.items() if "state space" in kind or "hybrid" in kind}
 
 
 def build(model_type: str, seed: int = 0) -> nn.Module:
@@ -70,9 +99,16 @@ def tokenizer():
 
 
 def block_matrices(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Every parameter of 2+ dimensions inside a numbered block, biases aside: what must be scored."""
+    """Every parameter of 2+ dimensions inside a numbered block, biases and Mamba's state-space
+    parameters (A_log: a decay per channel and state, no input features) aside: what must be scored."""
     return {n: p for n, p in model.named_parameters()
-            if p.ndim >= 2 and not n.endswith("bias") and re.search(r"\.\d+\.", f".{n}.") and "embed" not in n}
+            if p.ndim >= 2 and not n.endswith("bias") and re.search(r"\.\d+\.", f".{n}.") and "embed" not in n
+            and n.rsplit(".", 1)[-1] not in {"A_log", "D", "dt_bias"}}
+
+
+def depthwise_weights(model: nn.Module) -> set[str]:
+    """The weights of the depthwise convolutions: (channels, 1, kernel), one matrix each (not channels' worth)."""
+    return {f"{n}.weight" for n, m in model.named_modules() if isinstance(m, nn.Conv1d) and m.groups == m.in_channels}
 
 
 # The reference: one sample per forward pass, every input captured whole, norms in float64 ------
@@ -95,6 +131,9 @@ def _experts_inputs(module: nn.Module, args: tuple, kwargs: dict) -> dict[tuple[
     found = {}
     for e in range(module.num_experts):
         x = hidden[(index == e).any(-1)]
+        if name == "NemotronHExperts":  # no gate: up_proj, the activation, down_proj
+            found[("up_proj", e)], found[("down_proj", e)] = x, module.act_fn(x @ module.up_proj[e].T)
+            continue
         gate_up = module.gate_up_proj[e]
         y = x @ gate_up if module.is_transposed else x @ gate_up.T
         if module.has_bias:
@@ -103,19 +142,64 @@ def _experts_inputs(module: nn.Module, args: tuple, kwargs: dict) -> dict[tuple[
     return found
 
 
+def _root(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor a view was taken of (a parameter's ``squeeze(1)``, ``.T``), or the tensor itself."""
+    return tensor if tensor._base is None else tensor._base
+
+
+class _DirectReads(TorchFunctionMode):
+    """The reads no module call shows, as the mixers make them: ``F.conv1d(x, w)`` with ``w`` a
+    view of a depthwise convolution's weight (x: (1, channels, pos)), and a linear module's weight
+    multiplied outside that module's forward (Mamba's ``dt_proj.weight @ x``). ``record(name, x)``
+    gets each input as (tokens, features)."""
+
+    def __init__(self, convs: dict[int, Target], linears: dict[int, Target], inside: set[str], record):
+        super().__init__()
+        self.convs, self.linears, self.inside, self.record = convs, linears, inside, record
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        weight = args[1] if len(args) > 1 else kwargs.get("weight")
+        if func is F.conv1d and id(_root(weight)) in self.convs:
+            x = args[0]  # (1, channels, pos)
+            self.record(self.convs[id(_root(weight))].name, x.transpose(-1, -2))
+        elif func in (F.linear, torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__):
+            for position, operand in enumerate(args[:2]):
+                target = self.linears.get(id(_root(operand))) if isinstance(operand, torch.Tensor) else None
+                if target is None or target.name in self.inside:
+                    continue
+                assert operand is target.parameter and position == 0 and func is not F.linear, \
+                    f"{target.name} read as {func.__name__} operand {position}: the reference knows w @ y only"
+                self.record(target.name, args[1].transpose(-1, -2))  # w @ y: y's rows are w's inputs
+        return func(*args, **kwargs)
+
+
 def reference_statistics(model: nn.Module, tokenizer, texts, targets: list[Target]) -> dict[str, torch.Tensor]:
-    """Σ_samples ‖x_j‖₂ of every target from the definition: each sample alone, each input whole."""
-    by_module = {t.module: t for t in targets if not t.functional}
-    routers = {t.module: t for t in targets if t.functional and t.expert is None}
+    """Σ_samples ‖x_j‖₂ of every target from the definition: each sample alone, each input whole
+    (all of a sample's reads of a matrix together: a block shared by several layers reads it in each)."""
+    linears = {id(t.parameter): t for t in targets if not t.functional}
+    by_module = {m: linears[id(m.weight)] for m in model.modules()  # every module applying the weight
+                 if isinstance(getattr(m, "weight", None), torch.Tensor) and id(m.weight) in linears}
+    convs = {id(t.parameter): t for t in targets if t.depthwise}
+    routers = {t.module: t for t in targets if t.functional and t.expert is None and not t.depthwise}
     experts = {t.module for t in targets if t.expert is not None}
     owners = {t.module: t for t in targets if t.expert is not None}
     totals = {t.name: torch.zeros(t.in_features, dtype=torch.float64) for t in targets}
     norms = lambda x: x.detach().double().reshape(-1, x.shape[-1]).norm(dim=0)  # noqa: E731  L2 over tokens
+    inside: set[str] = set()  # the linear targets whose module is running
+
+    def record(name: str, x: torch.Tensor) -> None:
+        sample[name] = sample.get(name, 0) + norms(x) ** 2
+
+    def leave(module, args, out):
+        inside.discard(by_module[module].name)
 
     def capture(module, args, kwargs):
+        if module in by_module:
+            inside.add(by_module[module].name)
         if module in by_module or module in routers:
             target = by_module.get(module) or routers[module]
-            sample[target.name] = sample.get(target.name, 0) + norms(args[0]) ** 2
+            record(target.name, args[0])
         if module in experts:
             first = owners[module]
             for (attr, e), rows in _experts_inputs(module, args, kwargs).items():
@@ -124,8 +208,9 @@ def reference_statistics(model: nn.Module, tokenizer, texts, targets: list[Targe
 
     handles = [m.register_forward_pre_hook(capture, with_kwargs=True)
                for m in {*by_module, *routers, *experts}]
+    handles += [m.register_forward_hook(leave) for m in by_module]
     try:
-        with torch.no_grad(), eager_experts(model):
+        with torch.no_grad(), eager_experts(model), _DirectReads(convs, linears, inside, record):
             for text in texts:
                 sample: dict[str, torch.Tensor] = {}
                 model(tokenizer(text, return_tensors="pt")["input_ids"], use_cache=False)
@@ -141,12 +226,14 @@ def reference_statistics(model: nn.Module, tokenizer, texts, targets: list[Targe
 
 
 @pytest.mark.parametrize("model_type", sorted(ARCHITECTURES))
-def test_every_block_matrix_is_scored_exactly_and_edits_are_exact(model_type, tokenizer, one_thread):
+def test_every_block_matrix_is_scored_exactly_and_edits_are_exact(model_type, tokenizer, tmp_path, one_thread):
     model = build(model_type)
     targets = find_targets(model)
     matrices = block_matrices(model)
     assert {t.param_name for t in targets} == set(matrices) and unscored(model, targets) == {}
-    units = {n: (p.shape[0] if p.ndim == 3 else 1) for n, p in matrices.items()}
+    convs = depthwise_weights(model)
+    assert bool(convs) == (model_type in STATE_SPACE) and {t.param_name for t in targets if t.depthwise} == convs
+    units = {n: (p.shape[0] if p.ndim == 3 and n not in convs else 1) for n, p in matrices.items()}
     for t in targets:
         if t.expert is not None:
             units[t.param_name] = t.experts
@@ -156,6 +243,7 @@ def test_every_block_matrix_is_scored_exactly_and_edits_are_exact(model_type, to
     stats = mathneuro.collect_statistics(model, tokenizer, TEXTS, batch_size=5)
     reference = reference_statistics(model, tokenizer, TEXTS, targets)
     for t in targets:
+        assert reference[t.name].sum() > 0, t.name  # every matrix is read: zeros would rank it by |W| alone
         torch.testing.assert_close(stats.stats[t.name].double(), reference[t.name], rtol=1e-4, atol=1e-5,
                                    msg=lambda m, t=t: f"{model_type} {t.name}: {m}")
 
@@ -164,7 +252,11 @@ def test_every_block_matrix_is_scored_exactly_and_edits_are_exact(model_type, to
     for t in targets:  # the paper's per-matrix K, per expert too
         selected = top[t.param_name] if t.expert is None else expert_view(top[t.param_name], t.experts)[t.expert]
         assert int(selected.sum()) == int(t.weight.numel() * 0.05), t.name
+    weights = {n: p.detach() for n, p in model.named_parameters()}  # the top_k job: the layout, the checkpoint's weights
+    assert mathneuro.top_k(None, stats, 0.05, targets=stored_targets(stats.layout, weights.__getitem__)) == top
     mask = mathneuro.specific(top, mathneuro.top_k(model, control, 0.05))
+    mask.save(tmp_path / "mask.safetensors")
+    mask = mathneuro.ParameterMask.load(tmp_path / "mask.safetensors")  # the edits below apply the saved mask
     random = mathneuro.random_like(mask, seed=0)
     for name in mask:
         counts = [m.sum() for m in (mask[name], random[name])]
@@ -180,6 +272,9 @@ def test_every_block_matrix_is_scored_exactly_and_edits_are_exact(model_type, to
             else:
                 assert torch.equal(p, before[name]), name
     edit = mathneuro.apply_mask(model, mask, 1.1)
+    for name, p in model.named_parameters():
+        chosen = mask[name] if name in mask else torch.zeros_like(p, dtype=torch.bool)
+        assert torch.equal(p[chosen], before[name][chosen] * 1.1) and torch.equal(p[~chosen], before[name][~chosen]), name
     edit.restore()
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
 
@@ -188,6 +283,10 @@ def test_the_matrix_covers_what_the_issue_asks():
     kinds = [kind for kind, _ in ARCHITECTURES.values()]
     assert len(ARCHITECTURES) >= 25 and len(MOE) >= 3 and "opt" in ARCHITECTURES
     assert any("latent" in k for k in kinds) and any("parallel" in k for k in kinds) and "gpt2" in ARCHITECTURES
+    # issue #40: the state-space and hybrid families, the MoE hybrids among them
+    assert {"mamba", "mamba2", "falcon_mamba", "jamba", "falcon_h1", "bamba", "zamba2", "granitemoehybrid",
+            "nemotron_h", "qwen3_next", "lfm2"} <= STATE_SPACE
+    assert {"jamba", "granitemoehybrid", "nemotron_h", "qwen3_next"} <= MOE
 
 
 # Experts as transformers 4 wrote them: one nn.Linear module per expert ---------------------------
@@ -250,6 +349,54 @@ def test_a_block_matrix_nothing_can_read_fails_naming_it_unless_excluded(tokeniz
     assert "model.layers.1.mlp.memory" in stats.metadata["unscored"]
 
 
+def test_convolutions_other_than_depthwise_and_state_space_names_outside_a_mixer_are_still_refused():
+    """The rules are no wider than they say: a grouped convolution, a depthwise one padded with
+    other than zeros (its input has positions that are no token) and an ``A_log`` in a module
+    without a depthwise convolution are matrices MathNeuro cannot read."""
+    model = build("llama")
+    model.model.layers[0].mlp.conv = nn.Conv1d(64, 64, 3, groups=2)
+    model.model.layers[0].self_attn.conv = nn.Conv1d(64, 64, 3, groups=64, padding=2, padding_mode="circular")
+    model.model.layers[1].mlp.register_parameter("A_log", nn.Parameter(torch.zeros(96, 8)))
+    with pytest.raises(ValueError, match="cannot score") as refused:
+        find_targets(model)
+    for unread in ("model.layers.0.mlp.conv.weight (64, 32, 3)", "model.layers.0.self_attn.conv.weight (64, 1, 3)",
+                   "model.layers.1.mlp.A_log (96, 8)"):
+        assert unread in str(refused.value)
+
+
+def test_a_convolutions_taps_share_their_channels_statistic(tokenizer, one_thread):
+    """S[c, 0, t] = |W[c, 0, t]| · stat[c]; Wanda's row scope takes K of each channel's taps."""
+    model = build("mamba2")
+    stats = mathneuro.collect_statistics(model, tokenizer, TEXTS[:4])
+    conv = next(t for t in find_targets(model) if t.depthwise)
+    weight, stat = conv.weight.detach(), stats.stats[conv.name]  # (channels, 1, kernel), (channels,)
+    assert weight.shape == (160, 1, 4) and stat.shape == (160,)
+    torch.testing.assert_close(conv.importance(stat), weight.abs() * stat[:, None, None])
+    rows = mathneuro.top_k(model, stats, 0.5, scope="row")[conv.param_name]
+    assert torch.equal(rows.sum(-1), torch.full((160, 1), 2))
+
+
+def test_a_convolution_no_torch_call_shows_stops_the_collection_after_its_first_pass(tokenizer, monkeypatch):
+    """Where a fused kernel (causal-conv1d's on a GPU) reads the convolution's weight, no F.conv1d
+    call shows its input: the collection stops after one pass naming the weight, rather than
+    scoring it from nothing after all of them."""
+    from transformers.models.mamba2 import modeling_mamba2
+
+    def unseen(hidden_states, weight, bias=None, activation=None, **kwargs):
+        kernel = weight.shape[-1]  # weight: (channels, kernel); hidden_states: (batch, channels, pos)
+        windows = F.pad(hidden_states, (kernel - 1, 0)).unfold(-1, kernel, 1)  # (batch, channels, pos, kernel)
+        out = torch.einsum("bcpk,ck->bcp", windows, weight) + bias[:, None]
+        return F.silu(out) if activation else out
+
+    monkeypatch.setattr(modeling_mamba2, "causal_conv1d_fn", unseen)
+    model = build("mamba2")
+    passes = []
+    with pytest.raises(RuntimeError, match=r"call read \['backbone\.layers\.0\.mixer\.conv1d\.weight'"):
+        mathneuro.collect_statistics(model, tokenizer, TEXTS, batch_size=2,
+                                     progress=lambda done, total: passes.append(done))
+    assert passes == []
+
+
 # How transformers' save_pretrained stores each MoE model's experts, against the parameters the
 # model holds (fused: one 3-D weight per expert kind): "as the model" (the same names and shapes),
 # "per expert" (one 2-D matrix per expert, as transformers 4 held them) or "renamed" (fused under
@@ -257,8 +404,10 @@ def test_a_block_matrix_nothing_can_read_fails_naming_it_unless_excluded(tokeniz
 # others stored_weights raises LookupError and the top_k job loads the model instead.
 CHECKPOINT_EXPERTS = {
     "dbrx": "as the model", "gpt_oss": "as the model", "jetmoe": "as the model", "granitemoe": "renamed",
+    "granitemoehybrid": "renamed",
     **{t: "per expert" for t in ("deepseek_v2", "deepseek_v3", "ernie4_5_moe", "flex_olmo", "glm4_moe",
-                                 "hunyuan_v1_moe", "minimax", "mixtral", "olmoe", "phimoe", "qwen2_moe", "qwen3_moe")},
+                                 "hunyuan_v1_moe", "minimax", "mixtral", "olmoe", "phimoe", "qwen2_moe", "qwen3_moe",
+                                 "jamba", "nemotron_h", "qwen3_next")},
 }
 
 
@@ -337,8 +486,9 @@ def test_an_edited_moe_model_exports_and_reloads_with_its_edit(tokenizer, tmp_pa
 
 
 # SNIP and fine-tuning on the families whose weights differ most: a dense one, GPT-2's Conv1D,
-# OPT's flattened MLP inputs and an MoE with fused experts.
-BEYOND = ["llama", "gpt2", "opt", "qwen3_moe"]
+# OPT's flattened MLP inputs, an MoE with fused experts and a state-space model (3-D depthwise
+# convolution weights).
+BEYOND = ["llama", "gpt2", "opt", "qwen3_moe", "mamba"]
 
 
 @pytest.mark.parametrize("model_type", BEYOND)
