@@ -117,3 +117,119 @@ def test_settling_sets_back_only_finished_outputs_newer_than_their_jobs(tmp_path
     assert Path("results/b.txt").stat().st_mtime == 1500  # untouched
     assert Path("results/running.txt").stat().st_mtime > 5000  # an unfinished job's: left alone
     assert settle_times(metadata) == [] and settle_times(tmp_path / "none") == []
+
+
+# Links named by content ------------------------------------------------------------------------------
+
+ROOTS = [
+    ("data/train.jsonl", "data"),
+    ("/abs/data/train.jsonl", "/abs/data"),
+    ("train.jsonl", "."),
+    ("data/*.jsonl", "data"),
+    ("data/{name}/test.jsonl", "data"),
+    ("mmlu/dev/*_dev.csv", "mmlu/dev"),
+    ("models/llama", "models"),
+]
+
+
+@pytest.mark.parametrize("pattern, root", ROOTS)
+def test_the_static_root_is_the_folder_above_the_first_wildcard(pattern, root):
+    assert freshness.static_root(pattern) == root
+
+
+def tree(root: Path) -> Path:
+    """Two subjects of split files, as MMLU's release lays them out."""
+    for split in ("dev", "test"):
+        (root / split).mkdir(parents=True)
+        for subject in ("algebra", "law"):
+            (root / split / f"{subject}_{split}.csv").write_text(f"{subject},{split}\n")
+    return root
+
+
+def files(pattern: str) -> list[Path]:
+    """The files a pattern names, those in a folder it names included."""
+    return [p for m in map(Path, freshness.matches(pattern)) for p in ([m] if m.is_file() else sorted(m.rglob("*.csv")))]
+
+
+def texts(pattern: str) -> list[str]:
+    return sorted(p.read_text() for p in files(pattern))
+
+
+PATTERNS = ["data/dev/algebra_dev.csv", "data/*/law_*.csv", "data/{split}/algebra_{split}.csv", "data"]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_a_link_names_the_pattern_by_content_and_reads_the_same_files(tmp_path, cache, monkeypatch, pattern):
+    monkeypatch.chdir(tmp_path)
+    tree(tmp_path / "data")
+    linked = freshness.link(pattern, "results", cache)
+    assert linked.startswith("results/content/") and linked.endswith(os.path.relpath(pattern, freshness.static_root(pattern)))
+    assert texts(linked) == texts(pattern)
+
+    shutil.copytree(tmp_path / "data", tmp_path / "elsewhere" / "data")  # the same bytes at another path
+    shutil.rmtree(tmp_path / "data")
+    moved = freshness.link(f"elsewhere/{pattern}", "results", cache)
+    assert moved == linked and texts(moved) == texts(f"elsewhere/{pattern}")  # pointed at the new place
+
+    file = max(files(f"elsewhere/{pattern}"))
+    file.write_text(file.read_text() + "changed\n")
+    assert freshness.link(f"elsewhere/{pattern}", "results", cache) != linked
+
+
+def test_a_pattern_that_names_nothing_stays_as_it_is(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert freshness.link("missing/*.jsonl") == "missing/*.jsonl" and not (tmp_path / "results").exists()
+
+
+def test_a_link_with_a_role_keeps_its_name_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    tree(tmp_path / "tasks")
+    linked = freshness.link("tasks", "results", role="include_path")
+    assert linked == "results/content/include_path/tasks"
+    assert freshness.named_link(f"{linked}/dev/law_dev.csv") and not freshness.named_link(freshness.link("tasks/dev"))
+    assert not freshness.named_link("results/toy/stats/math.safetensors")
+
+
+def test_a_config_names_what_it_reads_from_the_machine_by_content_and_its_own_files_as_written(tmp_path, monkeypatch):
+    from mathneuro.study.located import located
+
+    monkeypatch.chdir(tmp_path)
+    tree(tmp_path / "ext" / "mmlu")
+    (tmp_path / "ext" / "math.jsonl").write_text('{"q": 1}\n')
+    (tmp_path / "ext" / "held.jsonl").write_text('{"q": 2}\n')
+    (tmp_path / "ext" / "model").mkdir()
+    (tmp_path / "ext" / "model" / "config.json").write_text("{}")
+    (tmp_path / "ext" / "gguf").mkdir()
+    (tmp_path / "ext" / "gguf" / "m.gguf").write_bytes(b"GGUF")
+    (tmp_path / "ext" / "gguf" / "other.gguf").write_bytes(b"not read")
+    (tmp_path / "repo" / "data").mkdir(parents=True)
+    (tmp_path / "repo" / "data" / "own.jsonl").write_text('{"q": 3}\n')
+    config = {
+        "datasets": {"math": {"source": "json", "path": "ext/math.jsonl", "heldout": {"path": "ext/held.jsonl"}},
+                     "own": {"source": "json", "path": f"{tmp_path}/repo/data/own.jsonl"},
+                     "made": {"source": "json", "path": "results/data/synthetic/math/train.jsonl"},
+                     "hub": {"source": "hf", "path": "cais/mmlu"}},
+        "local_data": {"cais/mmlu": {"mmlu_release": "ext/mmlu"},
+                       "x/y": {"files": {"test": ["ext/mmlu/test/*.csv"], "dev": "ext/mmlu/dev/{name}_dev.csv"}}},
+        "models": {"local": {"path": "ext/model"}, "quantized": {"path": "ext/gguf", "gguf": "m.gguf"},
+                   "toy": {"path": "toy"}, "hub": {"path": "org/model"}},
+        "evaluation": {"include_path": None},
+    }
+    out = located(config, "results", tmp_path / "repo")
+    moved = {
+        ("datasets", "math", "path"): "math.jsonl", ("datasets", "math", "heldout", "path"): "held.jsonl",
+        ("local_data", "cais/mmlu", "mmlu_release"): "mmlu", ("local_data", "x/y", "files", "dev"): "{name}_dev.csv",
+        ("models", "local", "path"): "model",
+    }
+    for keys, name in moved.items():
+        value = out
+        for key in keys:
+            value = value[key]
+        assert value.startswith("results/content/") and value.endswith(name), keys
+    assert out["local_data"]["x/y"]["files"]["test"][0].endswith("/*.csv")
+    gguf = Path(out["models"]["quantized"]["path"])
+    assert sorted(p.name for p in gguf.iterdir()) == ["m.gguf"]  # the file alone, not its folder's others
+    for keys in [("datasets", "own", "path"), ("datasets", "made", "path"), ("datasets", "hub", "path"),
+                 ("models", "toy", "path"), ("models", "hub", "path")]:
+        assert out[keys[0]][keys[1]][keys[2]] == config[keys[0]][keys[1]][keys[2]], keys
+    assert config["datasets"]["math"]["path"] == "ext/math.jsonl"  # the config as written is not changed
