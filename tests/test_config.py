@@ -51,6 +51,24 @@ def test_a_file_replaces_the_mappings_it_names_instead_of_merging_into_them(tmp_
         compose([write(tmp_path / "bad.yaml", {"base": "base.yaml", "replace": ["z"], **mine})])
 
 
+def test_a_child_deletes_the_inherited_suites_methods_and_skill_tasks(tmp_path):
+    """What a file leaves out of its base's: a mapping it names in `replace:` (the base's suites are
+    gone, not merged with its own), a list it sets (methods: lists are never merged), a key it sets
+    to null (skill_tasks: null, the default) and a top-level section set to null (gone)."""
+    write(tmp_path / "base.yaml", {
+        "methods": ["mathneuro", "wanda", "lape"], "subskills": {"skills": ["a", "b"]},
+        "evaluation": {"suites": {"gsm8k": {"tasks": ["gsm8k_cot"], "limit": 20}, "mmlu": {"tasks": ["mmlu"]}},
+                       "skill_tasks": ["gsm8k_cot"], "heldout_split": "test"}})
+    child = {"base": "base.yaml", "replace": ["evaluation.suites"], "methods": ["mathneuro"], "subskills": None,
+             "evaluation": {"suites": {"own": {"tasks": ["bpb_python"]}}, "skill_tasks": None}}
+    assert compose([write(tmp_path / "child.yaml", child)]) == {
+        "methods": ["mathneuro"],
+        "evaluation": {"suites": {"own": {"tasks": ["bpb_python"]}}, "skill_tasks": None, "heldout_split": "test"}}
+    del child["replace"]  # without it the suites merge: the base's stay beside the file's
+    merged = compose([write(tmp_path / "merged.yaml", child)])
+    assert list(merged["evaluation"]["suites"]) == ["gsm8k", "mmlu", "own"]
+
+
 def test_a_base_that_builds_on_itself_or_is_missing_is_named(tmp_path):
     write(tmp_path / "a.yaml", {"base": "b.yaml"})
     write(tmp_path / "b.yaml", {"base": "a.yaml"})
