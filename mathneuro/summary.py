@@ -561,7 +561,7 @@ def _model_report(folder: Path, skill: str | None, only: str | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mathneuro.summary", description=__doc__.split("\n\n")[0])
     parser.add_argument("tables", help="a study's tables folder, e.g. results/tables/toy")
-    parser.add_argument("--skill", default=None, help="the skill's data set label (default: math)")
+    parser.add_argument("--skill", default=None, help="the skill's data set label (default: the one the tables name; math for tables that name none)")
     args = parser.parse_args(argv)
     try:
         sys.stdout.write(report(args.tables, args.skill))
