@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -518,7 +519,7 @@ def test_editing_a_data_file_reruns_the_collections_that_read_it_and_what_follow
     assert planned(tmp_path, configfile) == []
     with data.open("a") as handle:
         handle.write(json.dumps({"question": "Who read it?", "answer": "Bo"}) + "\n")
-    readers = {j for j in every if "data/reading.jsonl" in j.inputs}
+    readers = {j for j in every if any(Path(os.path.realpath(tmp_path / name)) == data for name in j.inputs)}
     assert {j.rule for j in readers} == {"collect_activations"}
     assert {j.wc["dataset"] for j in readers} == {"reading"}
     expected = descendants(every, readers) | {j for j in every if j.rule in ALWAYS}
