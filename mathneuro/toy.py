@@ -80,6 +80,29 @@ def make_model(vocab_size: int, *, hidden_size: int = 128, num_layers: int = 4,
     return LlamaForCausalLM(config)
 
 
+def token_ids(tokenizer) -> dict[str, int]:
+    """The pad/bos/eos ids of ``tokenizer``, as config values (``pad_token_id``...)."""
+    return {f"{kind}_token_id": tokenizer.convert_tokens_to_ids(SPECIAL_TOKENS[f"{kind}_token"])
+            for kind in ("pad", "bos", "eos")}
+
+
+def model_of(architecture: Mapping[str, Any], vocab_size: int, *, seed: int = 0, tokenizer=None):
+    """A freshly initialised causal LM of any architecture transformers knows.
+
+    ``architecture`` holds config values: ``model_type`` (``mamba2``, ``bamba``...) and sizes;
+    ``tokenizer`` (optional) supplies the pad/bos/eos ids. Unlike :func:`make_model`, the LM head
+    is tied or not as the architecture's config says unless ``tie_word_embeddings`` is given.
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    values = dict(architecture)
+    model_type = values.pop("model_type")
+    ids = token_ids(tokenizer) if tokenizer is not None else {}
+    config = AutoConfig.for_model(model_type, vocab_size=vocab_size, **{**ids, **values})
+    torch.manual_seed(seed)
+    return AutoModelForCausalLM.from_config(config)
+
+
 # ---------------------------------------------------------------- training: mathneuro.training
 
 
@@ -124,7 +147,7 @@ def train_toy(train_files: Mapping[str, Any], out_dir: str | Path, *,
               lr: float = 3e-3, warmup: int = 100, weight_decay: float = 0.01,
               mix: Mapping[str, float] | None = None, loss_on: str = "answer",
               num_threads: int | None = 1, log_every: int = 100, seed: int = 0,
-              log: Log = print) -> None:
+              architecture: Mapping[str, Any] | None = None, log: Log = print) -> None:
     """Build tokenizer + model, train on the tasks' train splits, save both to ``out_dir``.
 
     ``train_files`` maps task name to a train-split JSON-lines path (or a list of
@@ -132,6 +155,11 @@ def train_toy(train_files: Mapping[str, Any], out_dir: str | Path, *,
     (default ``DEFAULT_MIX``, renormalised over the tasks given). ``loss_on="answer"``
     trains on the answer only (the prompt gets no loss), ``"all"`` on the whole text.
     ``num_threads`` sets ``torch.set_num_threads`` (``None`` leaves it alone).
+    ``architecture`` (transformers config values: ``model_type`` and its sizes, e.g. a Bamba
+    hybrid of Mamba2 and attention layers) builds that model instead of the Llama
+    (:func:`model_of`); the Llama's sizes (``hidden_size``, ``num_layers``, ``num_heads``,
+    ``intermediate_size``) are then not read, and ``max_position_embeddings`` is only the
+    training's maximum length.
     """
     if loss_on not in LOSS_ON:
         raise ValueError(f"loss_on must be one of {LOSS_ON}, got {loss_on!r}")
@@ -147,10 +175,13 @@ def train_toy(train_files: Mapping[str, Any], out_dir: str | Path, *,
     tokenizer = build_tokenizer(texts, vocab_size=vocab_size)
     log(f"tokenizer: {len(tokenizer)} tokens; texts: "
         + ", ".join(f"{t}={len(v)}" for t, v in by_task.items()))
-    model = make_model(len(tokenizer), hidden_size=hidden_size, num_layers=num_layers,
-                       num_heads=num_heads, intermediate_size=intermediate_size,
-                       max_position_embeddings=max_position_embeddings, seed=seed,
-                       tokenizer=tokenizer)
+    if architecture is None:
+        model = make_model(len(tokenizer), hidden_size=hidden_size, num_layers=num_layers,
+                           num_heads=num_heads, intermediate_size=intermediate_size,
+                           max_position_embeddings=max_position_embeddings, seed=seed,
+                           tokenizer=tokenizer)
+    else:
+        model = model_of(architecture, len(tokenizer), seed=seed, tokenizer=tokenizer)
     log(f"model: {sum(p.numel() for p in model.parameters()):,} parameters")
     train(model, tokenizer, texts, steps=steps, batch_size=batch_size, lr=lr, seed=seed,
           warmup=warmup, weight_decay=weight_decay, max_length=max_position_embeddings,
@@ -182,17 +213,10 @@ def random_model(texts: Sequence[str], architecture: Mapping[str, Any], out_dir:
     default 4096). For checking a pipeline on real text without a real model, and for timing a
     real model's shape (e.g. Llama 3.2 1B's config values) without downloading it.
     """
-    from transformers import AutoConfig, AutoModelForCausalLM
-
     values = dict(architecture)
-    model_type = values.pop("model_type")
     tokenizer = build_tokenizer(texts, vocab_size=int(values.pop("vocab_size", 4096)))
-    ids = {f"{kind}_token_id": tokenizer.convert_tokens_to_ids(SPECIAL_TOKENS[f"{kind}_token"])
-           for kind in ("pad", "bos", "eos")}
-    config = AutoConfig.for_model(model_type, vocab_size=len(tokenizer), **ids, **values)
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config)
-    log(f"random {model_type}: {sum(p.numel() for p in model.parameters()):,} parameters, "
+    model = model_of(values, len(tokenizer), seed=seed, tokenizer=tokenizer)
+    log(f"random {values['model_type']}: {sum(p.numel() for p in model.parameters()):,} parameters, "
         f"tokenizer of {len(tokenizer)} tokens trained on {len(texts)} texts")
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)

@@ -163,3 +163,49 @@ def test_random_model_of_a_given_architecture_loads_as_a_checkpoint(tmp_path):
     assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
     assert len(tokenizer) == model.config.vocab_size <= 300
     assert tokenizer.decode(tokenizer(texts[5])["input_ids"], skip_special_tokens=True) == texts[5]
+
+
+HYBRID = {"model_type": "bamba", "hidden_size": 32, "num_hidden_layers": 2, "attn_layer_indices": [1],
+          "num_attention_heads": 2, "num_key_value_heads": 2, "intermediate_size": 64, "mamba_n_heads": 4,
+          "mamba_d_head": 16, "mamba_expand": 2, "mamba_d_state": 8, "mamba_n_groups": 1, "mamba_d_conv": 4,
+          "mamba_chunk_size": 16, "tie_word_embeddings": False}
+
+
+def test_train_toy_builds_and_trains_another_architecture(records, tmp_path):
+    """``architecture`` makes train_toy build that model (here a Mamba2 + attention hybrid) in
+    place of the Llama, train every parameter (convolution and state-space ones included) and
+    save it as a checkpoint that loads back; the same seed gives the same initial weights."""
+    toy.train_toy(records, tmp_path, steps=2, batch_size=4, warmup=1, seed=5, num_threads=None,
+                  vocab_size=300, architecture=HYBRID, log=lambda _: None)
+    model, tokenizer = toy.load_toy(tmp_path)
+    assert model.config.model_type == "bamba" and not model.config.tie_word_embeddings
+    assert model.config.layers_block_type == ["linear_attention", "full_attention"]  # transformers: Mamba2, attention
+    assert (model.config.pad_token_id, model.config.eos_token_id) == (tokenizer.pad_token_id, tokenizer.eos_token_id)
+    initial = toy.model_of(HYBRID, len(tokenizer), seed=5, tokenizer=tokenizer).state_dict()
+    trained = load_file(str(tmp_path / "model.safetensors"))
+    for name in ("model.layers.0.mamba.in_proj.weight", "model.layers.0.mamba.conv1d.weight",
+                 "model.layers.0.mamba.A_log", "model.layers.1.self_attn.q_proj.weight",
+                 "model.layers.0.feed_forward.up_proj.weight"):
+        assert initial[name].shape == trained[name].shape and not torch.equal(initial[name], trained[name]), name
+
+
+def test_model_of_without_architecture_keys_is_the_llama_toy(tokenizer):
+    """The default (no ``architecture``) still builds make_model's Llama: model_of given the same
+    config values builds the same weights, so the shipped toy's recipe reads as before."""
+    sizes = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2,
+             "intermediate_size": 64, "max_position_embeddings": 128, "tie_word_embeddings": False}
+    llama = toy.make_model(len(tokenizer), hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
+                           max_position_embeddings=128, seed=1, tokenizer=tokenizer).state_dict()
+    other = toy.model_of({"model_type": "llama", **sizes}, len(tokenizer), seed=1, tokenizer=tokenizer).state_dict()
+    assert llama.keys() == other.keys() and all(torch.equal(llama[k], other[k]) for k in llama)
+
+
+def test_the_ssm_example_trains_its_own_toy_and_the_default_copies_the_shipped_one():
+    from dag import REPO
+
+    from mathneuro import shipped_toy
+    from mathneuro.configs import compose
+
+    assert shipped_toy.matches(compose([REPO / "config.yaml"], {}))
+    ssm = compose([REPO / "configs/examples/toy-ssm.yaml"], {})
+    assert ssm["toy_model"]["architecture"]["model_type"] == "bamba" and not shipped_toy.matches(ssm)
