@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-PACKAGE = "mathneuro"
+PACKAGE = __name__.split(".")[0]  # the package this module is in
 
 
 def public_modules() -> list[str]:

@@ -12,6 +12,7 @@ from snakemake.utils import validate
 
 from mathneuro.analyses import NO_SET
 from mathneuro.configs import compose
+from mathneuro.evaluate import heldout_spec
 from mathneuro.methods import METHODS, TOP_K, control_sets, controls
 from mathneuro.models import placement
 from mathneuro.study import EDIT_ANALYSES, Analyses, Data, KLabels, Models, Study, Subskills, Suites, canonical
@@ -341,9 +342,12 @@ def test_suites_of_project_tasks_read_only_their_own_local_data_and_bpb_suites_r
         assert suites.lm_eval(suite, "v")["local_data"] == suites.local_data(suite)
         assert suites.spec(suite) == canonical(suites.specs[suite]) and suites.bpb_files(suite) == []
     config["evaluation"]["suites"]["bpb"] = {"tasks": ["bpb_math"]}
-    bpb = Suites(config["evaluation"], data, "math")
+    config["datasets"]["math"]["heldout"] = {"fraction": 0.2, "seed": 0}
+    bpb = Suites(config["evaluation"], Data(config), "math")
     assert bpb.generated_only("bpb") and bpb.inputs("bpb") == {} and bpb.lm_eval("bpb", "v") == {}
-    assert bpb.bpb_params("bpb")["specs"] == {"math": canonical(config["datasets"]["math"])}
+    # what the job reads: the held-out records' spec, not the identification's
+    assert bpb.bpb_params("bpb")["specs"] == {"math": canonical(heldout_spec(config["datasets"]["math"], "test"))}
+    assert bpb.bpb_params("bpb")["specs"]["math"]["part"] == "heldout"
     assert bpb.hub_tasks() == []  # the toy's data no hub holds; bpb tasks are written
 
 
