@@ -189,6 +189,12 @@ def link(pattern: str, results: str = "results", cache: DigestCache | None = Non
     return str(folder / os.path.relpath(pattern, root))
 
 
+def linked(path: str | os.PathLike[str], results: str = "results") -> bool:
+    """Whether ``path`` lies below ``results/content/``: a link to what the study reads from the
+    machine (its name changes with its content, or its readers digest it: its time reruns nothing)."""
+    return Path(path).is_relative_to(Path(results, CONTENT))
+
+
 def named_link(path: str | os.PathLike[str], results: str = "results") -> bool:
     """Whether ``path`` lies below a link made with a ``role`` (its name says nothing of its
     content: its readers take its digest)."""

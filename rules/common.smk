@@ -260,19 +260,15 @@ def by_content(function):
 
     def inputs(wildcards):
         paths = function(wildcards)
-        outside = set(study.external(flat(paths))) | set(filter(linked, flat(paths)))
+        outside = set(study.external(flat(paths))) | {
+            p for p in flat(paths) if freshness.linked(p, RESULTS)
+        }
         mark = lambda part: [ancient(p) if p in outside else p for p in part]
         if isinstance(paths, dict):
             return {name: mark(part) for name, part in paths.items()}
         return mark(paths)
 
     return inputs
-
-
-def linked(path):
-    """Whether ``path`` is a link to a file on the machine, named by its content (its name
-    changes with its content: its time never reruns a job)."""
-    return str(path).startswith(f"{RESULTS}/{freshness.CONTENT}/")
 
 
 def content(*functions):

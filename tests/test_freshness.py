@@ -188,6 +188,8 @@ def test_a_link_with_a_role_keeps_its_name_and_says_so(tmp_path, monkeypatch):
     assert linked == "results/content/include_path/tasks"
     assert freshness.named_link(f"{linked}/dev/law_dev.csv") and not freshness.named_link(freshness.link("tasks/dev"))
     assert not freshness.named_link("results/toy/stats/math.safetensors")
+    assert freshness.linked(linked) and freshness.linked(freshness.link("tasks/dev"))
+    assert not freshness.linked("results/toy/stats/math.safetensors") and not freshness.linked("tasks/dev")
 
 
 def test_a_config_names_what_it_reads_from_the_machine_by_content_and_its_own_files_as_written(tmp_path, monkeypatch):
